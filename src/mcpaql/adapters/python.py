@@ -1,0 +1,326 @@
+"""The Python adapter API: operations are plain typed functions.
+
+The parameter schema, descriptions (from the docstring and ``Annotated`` metadata),
+defaults, types list and returns type are derived from the signature with pydantic, so the
+common case is a decorator and a docstring::
+
+    app = Adapter("tasks", display_name="Task Tracker")
+
+    @app.read
+    def get_task(task_id: str) -> Task:
+        \"\"\"Get one task by id.\"\"\"
+
+Every :class:`~mcpaql.protocol.OperationSpec` field stays reachable through the decorator's
+keyword arguments (``name``, ``endpoint``, ``examples``, ``lifecycle``, ``danger_level`` …).
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import re
+import types as pytypes
+import typing
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any, TypeVar, get_args, get_origin
+
+from pydantic import BaseModel, TypeAdapter
+from pydantic.fields import FieldInfo
+
+from ..config import Config
+from ..protocol.categories import CRUDE_FAMILIES, Category, EndpointFamily
+from ..protocol.context import Context
+from ..protocol.dispatch import Engine
+from ..protocol.operations import NO_DEFAULT, OperationSpec, ParamSpec, TypeRef, TypeSpec
+from ..protocol.registry import Registry, SchemaError
+from ..protocol.schema import parameter_info, pascal, resolve, strip_null, walk_named
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_SIMPLE = (str, int, float, bool, type(None), Any)
+
+
+def _is_simple(tp: Any) -> bool:
+    """JSON-native annotations need no conversion after validation (keeps the hot path lean)."""
+    if tp in _SIMPLE or tp is dict or tp is list:
+        return True
+    origin = get_origin(tp)
+    if origin is Annotated:
+        return _is_simple(get_args(tp)[0])
+    if origin in (typing.Union, pytypes.UnionType):
+        return all(_is_simple(a) for a in get_args(tp))
+    if origin in (list, dict, typing.Literal):
+        return origin is typing.Literal or all(_is_simple(a) for a in get_args(tp))
+    return False
+
+
+def _docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
+    """Split a docstring into its description and Google/Sphinx-style per-argument text."""
+    doc = inspect.getdoc(fn) or ""
+    args: dict[str, str] = {}
+    desc_lines: list[str] = []
+    section = None
+    current = None
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if re.match(r"^(Args|Arguments|Parameters|Params):\s*$", stripped):
+            section = "args"
+            continue
+        if re.match(r"^(Returns|Raises|Yields|Examples?|Notes?):\s*$", stripped):
+            section = "other"
+            continue
+        m = re.match(r"^:param\s+(\w+):\s*(.*)$", stripped)
+        if m:
+            args[m.group(1)] = m.group(2)
+            continue
+        if section == "args":
+            m = re.match(r"^(\w+)(?:\s*\([^)]*\))?:\s*(.*)$", stripped)
+            if m and not line.startswith(" " * 8):
+                current = m.group(1)
+                args[current] = m.group(2)
+            elif current and stripped:
+                args[current] += " " + stripped
+            continue
+        if section is None:
+            desc_lines.append(line)
+    description = "\n".join(desc_lines).strip()
+    return description, args
+
+
+def _type_specs(schema: dict[str, Any]) -> list[TypeSpec]:
+    found: list[TypeSpec] = []
+
+    def visit(name: str, node: dict[str, Any]) -> None:
+        if "enum" in node:
+            found.append(TypeSpec(name, "enum", node.get("description"), tuple(str(v) for v in node["enum"])))
+            return
+        req = set(node.get("required") or [])
+        fields = tuple(
+            parameter_info(k, v, k in req) for k, v in (node.get("properties") or {}).items()
+        )
+        found.append(TypeSpec(name, "object", node.get("description"), fields=fields))
+
+    walk_named(schema, visit)
+    return found
+
+
+def _returns(fn_name: str, tp: Any) -> tuple[TypeRef, list[TypeSpec]]:
+    if tp is inspect.Signature.empty or tp is None or tp is type(None):
+        return TypeRef("Null", "scalar", "No data"), []
+    origin = get_origin(tp)
+    inner = get_args(tp)[0] if origin in (list, tuple) and get_args(tp) else None
+    if isinstance(tp, type) and issubclass(tp, BaseModel | enum.Enum):
+        schema = resolve(TypeAdapter(tp).json_schema(), tp.__name__)
+        kind = "enum" if issubclass(tp, enum.Enum) else "object"
+        return TypeRef(tp.__name__, kind, _own_doc(tp)), _type_specs(schema)
+    if inner is not None and isinstance(inner, type) and issubclass(inner, BaseModel):
+        schema = resolve(TypeAdapter(inner).json_schema(), inner.__name__)
+        return TypeRef(f"{inner.__name__}[]", "object", f"Array of {inner.__name__}"), _type_specs(schema)
+    try:
+        schema = resolve(TypeAdapter(tp).json_schema(), pascal(fn_name, "result"))
+    except Exception:
+        return TypeRef("Object", "object"), []
+    label = schema.get("type", "object")
+    kind = "object" if label in ("object", "array") else "scalar"
+    return TypeRef(str(label).title(), kind), _type_specs(schema)
+
+
+def _param(fn_name: str, pname: str, param: inspect.Parameter, tp: Any, doc: str | None) -> tuple[ParamSpec, list[TypeSpec]]:
+    description = doc
+    sensitive = False
+    base = tp
+    if get_origin(tp) is Annotated:
+        base, *meta = get_args(tp)
+        for m in meta:
+            if isinstance(m, str):
+                description = description or m
+            elif isinstance(m, FieldInfo) and m.description:
+                description = description or m.description
+            elif m is Sensitive:
+                sensitive = True
+    adapter = TypeAdapter(tp)
+    schema = resolve(adapter.json_schema(), pascal(fn_name, pname) if not _named(base) else base.__name__)
+    schema = strip_null(schema) if param.default is None else schema
+    if description is None:
+        description = schema.get("description")
+    required = param.default is inspect.Parameter.empty
+    default = NO_DEFAULT if required else param.default
+    if default is not NO_DEFAULT:
+        try:
+            default = adapter.dump_python(default, mode="json")
+        except Exception:
+            default = NO_DEFAULT
+        if default is None:
+            default = NO_DEFAULT  # "absent" and "null" mean the same for an optional param
+    convert = None if _is_simple(tp) else adapter.validate_python
+    spec = ParamSpec(
+        name=pname,
+        schema=schema,
+        required=required,
+        description=description,
+        default=default,
+        sensitive=sensitive,
+        convert=convert,
+    )
+    if default is NO_DEFAULT and not required:
+        # Pass the Python default through untouched: the handler's own default applies.
+        pass
+    return spec, _type_specs(schema)
+
+
+def _own_doc(tp: type) -> str | None:
+    """The class's own docstring (not one inherited from BaseModel or Enum)."""
+    doc = tp.__dict__.get("__doc__")
+    return inspect.cleandoc(doc).split("\n\n")[0] if isinstance(doc, str) and doc.strip() else None
+
+
+def _named(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel | enum.Enum)
+
+
+class Sensitive:
+    """Marker for ``Annotated[str, Sensitive]``: introspection flags the parameter sensitive."""
+
+
+class Adapter:
+    """Collects operations defined as Python functions and builds registries and engines."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        display_name: str | None = None,
+        version: str = "0.1.0",
+        description: str | None = None,
+        families: Iterable[EndpointFamily] | dict[str, str] | None = None,
+        introspect_family: str | None = None,
+        open_world: bool = False,
+        concurrency: str = "read-concurrent",
+        supports_etag: bool = False,
+    ) -> None:
+        self.name = name
+        self.display_name = display_name
+        self.version = version
+        self.description = description
+        if families is None:
+            self.families = dict(CRUDE_FAMILIES)
+        elif isinstance(families, dict):
+            self.families = {k: EndpointFamily(k, v) for k, v in families.items()}
+        else:
+            self.families = {f.name: f for f in families}
+        self.introspect_family = introspect_family
+        self.open_world = open_world
+        self.concurrency = concurrency
+        self.supports_etag = supports_etag
+        self._specs: list[OperationSpec] = []
+        self._types: list[TypeSpec] = []
+        self.capabilities: dict[str, Any] = {}
+        # Fail at definition time, not at serve time: the registry validates every name.
+        self.registry()
+
+    # ---- decorators ---------------------------------------------------------------------
+
+    def operation(self, fn: F | None = None, /, *, category: Category | str, **options: Any) -> Any:
+        """Register ``fn`` as an operation of ``category`` (all OperationSpec fields via options)."""
+        cat = Category(category.upper()) if isinstance(category, str) else category
+
+        def register(f: F) -> F:
+            self.add(self.spec_from_function(f, cat, **options))
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def create(self, fn: F | None = None, /, **options: Any) -> Any:
+        return self.operation(fn, category=Category.CREATE, **options)
+
+    def read(self, fn: F | None = None, /, **options: Any) -> Any:
+        return self.operation(fn, category=Category.READ, **options)
+
+    def update(self, fn: F | None = None, /, **options: Any) -> Any:
+        return self.operation(fn, category=Category.UPDATE, **options)
+
+    def delete(self, fn: F | None = None, /, **options: Any) -> Any:
+        return self.operation(fn, category=Category.DELETE, **options)
+
+    def execute(self, fn: F | None = None, /, **options: Any) -> Any:
+        return self.operation(fn, category=Category.EXECUTE, **options)
+
+    def type(self, tp: type) -> type:
+        """Add a model or enum to ``introspect types`` even if no operation mentions it."""
+        schema = resolve(TypeAdapter(tp).json_schema(), tp.__name__)
+        self._types.extend(_type_specs(schema))
+        return tp
+
+    # ---- building -----------------------------------------------------------------------
+
+    def spec_from_function(self, fn: Callable[..., Any], category: Category, **options: Any) -> OperationSpec:
+        name = options.pop("name", fn.__name__)
+        description, arg_docs = _docstring_parts(fn)
+        description = options.pop("description", None) or description or name.replace("_", " ").capitalize()
+        hints = typing.get_type_hints(fn, include_extras=True)
+        params: list[ParamSpec] = []
+        types: list[TypeSpec] = []
+        context_param = None
+        overrides: dict[str, dict[str, Any]] = options.pop("param_options", {})
+        for pname, p in inspect.signature(fn).parameters.items():
+            tp = hints.get(pname, Any)
+            if tp is Context or (pname == "ctx" and tp is Any):
+                context_param = pname
+                continue
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise SchemaError("SCHEMA_INVALID_TYPE", f"operation '{name}': *args/**kwargs are not supported")
+            spec, found = _param(name, pname, p, tp, arg_docs.get(pname))
+            if pname in overrides:
+                from dataclasses import replace
+
+                spec = replace(spec, **overrides[pname])
+            params.append(spec)
+            types.extend(found)
+        returns, rtypes = _returns(name, hints.get("return", inspect.Signature.empty))
+        types.extend(rtypes)
+        examples = tuple(
+            e if "request" in e else {"request": {"operation": name, "params": e}}
+            for e in options.pop("examples", ())
+        )
+        return OperationSpec(
+            name=name,
+            category=category,
+            description=description,
+            handler=fn,
+            params=tuple(params),
+            returns=options.pop("returns", returns),
+            examples=examples,
+            types=tuple(types),
+            context_param=context_param,
+            is_async=inspect.iscoroutinefunction(fn),
+            **options,
+        )
+
+    def add(self, spec: OperationSpec) -> OperationSpec:
+        probe = self.registry()  # validates against what is already there
+        probe.add(spec)
+        self._specs.append(spec)
+        return spec
+
+    def registry(self) -> Registry:
+        """A fresh, unfrozen registry holding this adapter's operations and types."""
+        reg = Registry(
+            self.name,
+            display_name=self.display_name,
+            version=self.version,
+            families=dict(self.families),
+            introspect_family=self.introspect_family,
+            open_world=self.open_world,
+            concurrency=self.concurrency,
+            supports_etag=self.supports_etag,
+            description=self.description,
+        )
+        for t in self._types:
+            reg.add_type(t)
+        for s in self._specs:
+            reg.add(s, reserved_ok=bool(s.extensions.get("reserved")))
+        return reg
+
+    def engine(self, config: Config | None = None, **kw: Any) -> Engine:
+        caps = {**self.capabilities, **kw.pop("capabilities", {})}
+        return Engine(self.registry(), config, capabilities=caps, **kw)

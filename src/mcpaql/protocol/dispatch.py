@@ -1,0 +1,224 @@
+"""The dispatch pipeline: one request in, one envelope out.
+
+``Engine.execute`` reads top to bottom like ARCHITECTURE's "follow a request": limits &
+encoding → parse operation → gatekeeper (endpoint, category, then any installed guards:
+danger, confirmation, rate limits) → bind & validate params → handler → envelope.
+Every :class:`MCPAQLError` raised below becomes a failure envelope here and nowhere else;
+anything unexpected becomes ``INTERNAL_ERROR`` with no detail the client could misuse,
+while the traceback goes to the server log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from ..config import Config
+from .batch import run_batch
+from .compile import CompiledOperation
+from .context import Context
+from .envelope import failure, is_error, success
+from .errors import MCPAQLError, internal_error, invalid_type, missing_param, not_found_operation, payload_too_large
+from .gatekeeper import check_category, check_endpoint
+from .introspect import SPEC_VERSION, Introspector, introspect_spec
+from .limits import check_payload, decode_raw
+from .operations import OperationSpec
+from .registry import Registry
+from .schema import json_type_of
+from .session import Session
+from .surface import ToolDef, build_surface
+
+log = logging.getLogger("mcpaql.dispatch")
+
+Guard = Callable[[CompiledOperation, dict[str, Any], Context], Awaitable[None]]
+ANY_FAMILY = object()  # in-process callers that skip endpoint matching
+
+
+class Engine:
+    """A frozen registry plus a config: the tool surface and the request pipeline."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        config: Config | None = None,
+        *,
+        capabilities: dict[str, Any] | None = None,
+        guards: list[Guard] | None = None,
+    ) -> None:
+        self.config = config or Config.load()
+        self.registry = registry
+        if not registry.frozen:
+            if registry.get("introspect") is None:
+                registry.add(introspect_spec(registry.default_introspect_family()), reserved_ok=True)
+            registry.freeze()
+        allow = self.config.allow
+        self.operations: list[OperationSpec] = [
+            op for op in registry.operations if op.category.value in allow or op.name == "introspect"
+        ]
+        self.tools: list[ToolDef] = build_surface(registry, self.config, self.operations)
+        self.tools_by_name = {t.name: t for t in self.tools}
+        self.tool_for_family = {t.family: t.name for t in self.tools if t.family is not None}
+        single = next((t.name for t in self.tools if t.family is None), None)
+        self.single_tool = single
+        self.guards: list[Guard] = list(guards or [])
+        self._compiled: dict[str, CompiledOperation] = {}
+        details: dict[str, dict[str, Any]] = {}
+        for op in registry.operations:
+            compiled = CompiledOperation(op)
+            if op.name == "introspect" and op.handler is None:
+                compiled.handler = self._introspect
+            self._compiled[op.name] = compiled
+            if op in self.operations:
+                details[op.name] = op.detail(self.tool_for_family.get(op.family) or single or op.family)
+        caps = {
+            "batch": True,
+            "field_selection": False,
+            "aggregations": False,
+            "computed_fields": False,
+            "pagination": False,
+            "relationship_queries": False,
+            "warnings": True,
+            "confirmation": False,
+            "dangerous_operations": False,
+        }
+        caps.update(capabilities or {})
+        self.capabilities = caps
+        protocol = {
+            "version": SPEC_VERSION,
+            "conformance": "level-2" if caps.get("batch") and caps.get("field_selection") else "level-1",
+            "mode": self.config.mode,
+            "profile": registry.profile,
+            "adapter": registry.adapter,
+            "display_name": registry.display_name,
+            "adapter_version": registry.version,
+            "endpoints": {fam: name for fam, name in self.tool_for_family.items()}
+            | ({"single": single} if single else {}),
+            "capabilities": caps,
+            "limits": self.config.limits.as_dict(),
+            "concurrency": registry.concurrency,
+            "supports_etag": registry.supports_etag,
+            "strict_validation": True,
+        }
+        protocol.pop("strict_validation")  # strict_mode is never exposed (CORE §4.6.2)
+        self.introspector = Introspector(self.operations, details, registry.types, protocol)
+
+    # ---- sessions --------------------------------------------------------------------------
+
+    def new_session(self, transport: str = "memory") -> Session:
+        return Session(transport=transport)
+
+    def context(self, session: Session, **kw: Any) -> Context:
+        return Context(session=session, **kw)
+
+    # ---- entry points -----------------------------------------------------------------------
+
+    async def call_tool(self, tool_name: str, arguments: Any, ctx: Context) -> dict[str, Any]:
+        """What the MCP server calls for ``tools/call``."""
+        tool = self.tools_by_name.get(tool_name)
+        if tool is None:
+            return failure(
+                MCPAQLError(
+                    "NOT_FOUND_OPERATION",
+                    f"Unknown tool: '{tool_name}'. Available tools: {', '.join(self.tools_by_name)}",
+                    {"tool": tool_name, "available": list(self.tools_by_name)},
+                )
+            )
+        return await self.execute(arguments if arguments is not None else {}, ctx, tool.family, tool.name)
+
+    async def call_raw(self, raw: bytes | str, ctx: Context, tool_name: str | None = None) -> dict[str, Any]:
+        """Byte-level entry point (strict UTF-8, then JSON), for transports that see bytes."""
+        try:
+            request = decode_raw(raw, self.config.limits)
+        except MCPAQLError as e:
+            return failure(e)
+        if tool_name is None:
+            return await self.execute(request, ctx, ANY_FAMILY, "(in-process)")
+        return await self.call_tool(tool_name, request, ctx)
+
+    async def execute(self, request: Any, ctx: Context, family: Any = ANY_FAMILY, tool: str = "") -> dict[str, Any]:
+        op_name = request.get("operation") if isinstance(request, dict) else None
+        try:
+            return await self._execute(request, ctx, family, tool)
+        except MCPAQLError as e:
+            return failure(e, with_details=op_name != "introspect")
+        except Exception:
+            log.exception("operation %r failed", op_name)
+            return failure(internal_error())
+
+    async def _execute(self, request: Any, ctx: Context, family: Any, tool: str) -> dict[str, Any]:
+        if not isinstance(request, dict):
+            raise MCPAQLError(
+                "VALIDATION_ERROR",
+                "Request must be a JSON object such as {\"operation\": \"introspect\", "
+                "\"params\": {\"query\": \"operations\"}}",
+            )
+        has_nul = check_payload(request, self.config.limits)
+        if "operation" not in request:
+            if "operations" in request:
+                return await run_batch(self, request, ctx, family, tool)
+            raise missing_param("operation", expected="string (an operation name; introspect lists them)")
+        name = request["operation"]
+        if not isinstance(name, str):
+            raise invalid_type("operation", "string", json_type_of(name))
+        return await self.run_one(name, request, ctx, family, tool, has_nul)
+
+    async def run_one(
+        self, name: str, request: dict[str, Any], ctx: Context, family: Any, tool: str, has_nul: bool
+    ) -> dict[str, Any]:
+        compiled = self._compiled.get(name)
+        if compiled is None:
+            raise not_found_operation(name)
+        spec = compiled.spec
+        if family is not ANY_FAMILY:
+            check_endpoint(spec, family, self.tool_for_family, tool)
+        if spec.name != "introspect":
+            check_category(spec, self.config.allow)
+        ctx.operation = name
+        ctx.endpoint = spec.family
+        bound = compiled.bind(request, self.config.strict_mode, has_nul, ctx.warnings)
+        ctx.request_meta = bound.meta
+        for guard in self.guards:
+            await guard(compiled, bound.values, ctx)
+        result = await self._invoke(compiled, bound.kwargs, ctx)
+        try:
+            data = to_jsonable_python(result, by_alias=True)
+        except PydanticSerializationError:
+            log.error("operation %r returned a value that is not JSON-serializable", name)
+            raise internal_error("the operation returned an unsupported value") from None
+        return success(data, ctx.warnings)
+
+    async def _invoke(self, compiled: CompiledOperation, kwargs: dict[str, Any], ctx: Context) -> Any:
+        spec = compiled.spec
+        handler = compiled.handler
+        if handler is None:
+            raise internal_error(f"operation '{spec.name}' has no handler")
+        if spec.context_param:
+            kwargs[spec.context_param] = ctx
+        if spec.is_async:
+            return await handler(**kwargs)
+        result = handler(**kwargs)
+        if hasattr(result, "__await__"):
+            return await result
+        return result
+
+    async def _introspect(self, query: Any, name: Any = None, ctx: Context | None = None) -> dict[str, Any]:
+        return self.introspector.run(query, name, ctx.session.id if ctx else "sess_none")
+
+    # ---- rendering --------------------------------------------------------------------------
+
+    def render(self, envelope: dict[str, Any]) -> tuple[str, bool]:
+        """Serialize an envelope for the wire, enforcing the response size limit."""
+        text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+        limit = self.config.limits.max_response_size
+        if len(text) > limit // 4 and len(text.encode("utf-8")) > limit:
+            envelope = failure(payload_too_large("response_size", limit, len(text.encode("utf-8")), "bytes"))
+            text = json.dumps(envelope, separators=(",", ":"))
+        return text, is_error(envelope)
+
+    def compiled(self, name: str) -> CompiledOperation | None:
+        return self._compiled.get(name)
+

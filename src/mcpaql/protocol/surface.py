@@ -1,0 +1,170 @@
+"""The tool surface, derived from the registry and the config: names, titles, descriptions,
+annotations and input schemas of the MCP tools.
+
+It is sans-IO data (no ``mcp`` import) because three consumers need it: the MCP server,
+introspection (``mcpTool``, wrong-endpoint errors that name the right tool) and the token
+report. Descriptions follow the MCPI §2.1 templates; names follow seed 003's
+``{adapter}_mcpaql_{endpoint}`` with an optional ``MCP_AQL_TOOL_PREFIX``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import TOOL_NAME_RE, Config, ConfigError
+from .categories import CRUDE_FAMILIES, Category
+from .operations import OperationSpec
+from .registry import Registry
+
+SINGLE = None  # the family of the unified tool
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDef:
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    annotations: dict[str, Any]
+    family: str | None
+    operations: tuple[str, ...]
+
+
+def snake(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def tool_name(config: Config, adapter: str, family: str | None) -> str:
+    if family is None:
+        base = config.single_pattern.format(adapter=snake(adapter))
+    else:
+        base = config.tool_pattern.format(adapter=snake(adapter), endpoint=family)
+    return config.prefix + base
+
+
+def _compact(obj: Any) -> str:
+    return json.dumps(obj, separators=(", ", ": "), ensure_ascii=False)
+
+
+def _example_line(op: OperationSpec) -> str:
+    req = op.examples[0]["request"] if op.examples else {"operation": op.name}
+    return _compact(req)
+
+
+def _annotations(title: str, ops: list[OperationSpec], open_world: bool) -> dict[str, Any]:
+    cats = {op.category for op in ops}
+    return {
+        "title": title,
+        "readOnlyHint": cats <= {Category.READ},
+        "destructiveHint": any(c.destructive for c in cats),
+        "idempotentHint": cats <= {Category.READ},
+        "openWorldHint": open_world,
+    }
+
+
+def _input_schema(ops: list[OperationSpec], config: Config) -> dict[str, Any]:
+    op_prop: dict[str, Any] = {"type": "string", "description": "Operation name to execute"}
+    if config.enumerate_operations:
+        op_prop["enum"] = [op.name for op in ops]
+    return {
+        "type": "object",
+        "properties": {
+            "operation": op_prop,
+            "params": {"type": "object", "description": "Operation parameters", "additionalProperties": True},
+        },
+        "required": ["operation"],
+    }
+
+
+def _family_description(registry: Registry, family: str, ops: list[OperationSpec]) -> str:
+    fam = registry.families[family]
+    names = ", ".join(op.name for op in ops)
+    example_op = next((op for op in ops if op.name != "introspect"), ops[0])
+    crude = family in CRUDE_FAMILIES and registry.profile == "crude"
+    parts = [fam.purpose]
+    if not crude:
+        cats = []
+        for op in ops:
+            if op.category.value not in cats:
+                cats.append(op.category.value)
+        parts.append("Primary semantic categories: " + ", ".join(cats))
+    parts.append("Supported operations: " + names)
+    if fam.note:
+        parts.append(fam.note)
+    parts.append("Quick start example:\n" + _example_line(example_op))
+    if any(op.name == "introspect" for op in ops):
+        parts.append('Discover all operations and parameters:\n{"operation": "introspect", "params": {"query": "operations"}}')
+    else:
+        parts.append(
+            "Discover required parameters:\n"
+            + _compact({"operation": "introspect", "params": {"query": "operations", "name": example_op.name}})
+        )
+    return "\n\n".join(parts)
+
+
+def _single_description(registry: Registry, ops: list[OperationSpec]) -> str:
+    lines = [
+        f"MCP-AQL {registry.display_name} adapter. All operations through unified entry point.",
+        "Operations are automatically routed based on their documented semantic category and "
+        "endpoint-family mapping.",
+    ]
+    cat_lines = ["Supported operation categories:"]
+    for cat in Category:
+        names = [op.name for op in ops if op.category is cat]
+        if names:
+            cat_lines.append(f"- {cat.value.title()}: {', '.join(names)}")
+    lines.append("\n".join(cat_lines))
+    lines.append('Quick start:\n{"operation": "introspect", "params": {"query": "operations"}}')
+    lines.append("Use introspection to discover all available operations and their parameters.")
+    return "\n\n".join(lines)
+
+
+def build_surface(registry: Registry, config: Config, ops: list[OperationSpec]) -> list[ToolDef]:
+    """The tools to register, in a stable order. Families with no operations get no tool."""
+    open_world = registry.open_world if config.open_world is None else config.open_world
+    display = registry.display_name or registry.adapter
+    tools: list[ToolDef] = []
+    if config.mode in ("semantic", "all"):
+        for family in registry.families:
+            fops = [op for op in ops if op.family == family]
+            if not fops:
+                continue
+            title = f"{display} — {registry.families[family].title}"
+            tools.append(
+                ToolDef(
+                    name=tool_name(config, registry.adapter, family),
+                    title=title,
+                    description=_family_description(registry, family, fops),
+                    input_schema=_input_schema(fops, config),
+                    annotations=_annotations(title, fops, open_world),
+                    family=family,
+                    operations=tuple(op.name for op in fops),
+                )
+            )
+    if config.mode in ("single", "all"):
+        title = f"{display} — All operations"
+        tools.append(
+            ToolDef(
+                name=tool_name(config, registry.adapter, None),
+                title=title,
+                description=_single_description(registry, ops),
+                input_schema=_input_schema(ops, config),
+                annotations=_annotations(title, ops, open_world),
+                family=None,
+                operations=tuple(op.name for op in ops),
+            )
+        )
+    seen: set[str] = set()
+    for t in tools:
+        if not TOOL_NAME_RE.match(t.name):
+            raise ConfigError(
+                f"tool name '{t.name}' is invalid: names must be 1-64 characters of [a-z0-9_] "
+                "(shorten the adapter name, the prefix or the tool pattern)"
+            )
+        if t.name in seen:
+            raise ConfigError(f"tool name '{t.name}' is used twice; check the tool patterns")
+        seen.add(t.name)
+    return tools

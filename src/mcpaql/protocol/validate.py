@@ -1,0 +1,270 @@
+"""Compile parameter schemas into checker functions, once, at registration.
+
+The hot path never interprets a JSON Schema: each schema becomes a closure that checks a
+value and returns it (integers given as ``5.0`` become ``5``). Failures raise
+:class:`MCPAQLError` with the spec's codes: wrong JSON type → ``VALIDATION_INVALID_TYPE``;
+enum / range / length / pattern → ``VALIDATION_INVALID_VALUE`` (recoverable, MCPI §4.1.3,
+``details.constraint`` says which); unknown keys of a closed nested object →
+``VALIDATION_UNKNOWN_FIELD``; missing required nested keys → ``VALIDATION_MISSING_PARAM``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import date, datetime
+from typing import Any
+
+from .errors import MCPAQLError, invalid_type, invalid_value, missing_param
+from .schema import json_type_of, strip_null, type_label
+
+Checker = Callable[[Any, str], Any]
+
+_PY_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool))
+    or (isinstance(v, float) and v.is_integer()),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "null": lambda v: v is None,
+}
+
+
+def _check_format(fmt: str) -> Callable[[str], bool] | None:
+    if fmt == "date-time":
+        return lambda v: _parses(lambda: datetime.fromisoformat(v.replace("Z", "+00:00")))
+    if fmt == "date":
+        return lambda v: _parses(lambda: date.fromisoformat(v))
+    return None
+
+
+def _parses(fn: Callable[[], Any]) -> bool:
+    try:
+        fn()
+    except ValueError:
+        return False
+    return True
+
+
+def compile_schema(schema: dict[str, Any], closed_objects: bool = False) -> Checker:
+    """Build a checker for ``schema``. ``closed_objects`` treats objects with ``properties``
+    and no explicit ``additionalProperties`` as closed (used for UPDATE ``input``)."""
+    s = schema
+    variants = s.get("anyOf") or s.get("oneOf")
+    if isinstance(variants, list) and variants:
+        return _compile_union(s, [compile_schema(v, closed_objects) for v in variants], closed_objects)
+    all_of = s.get("allOf")
+    if isinstance(all_of, list) and all_of and not s.get("type"):
+        parts = [compile_schema(v, closed_objects) for v in all_of]
+
+        def check_all(value: Any, path: str) -> Any:
+            for p in parts:
+                value = p(value, path)
+            return value
+
+        return check_all
+
+    types = s.get("type")
+    type_list: list[str] = [types] if isinstance(types, str) else list(types or [])
+    if not type_list and "properties" in s:
+        type_list = ["object"]
+    preds = [_PY_TYPES[t] for t in type_list if t in _PY_TYPES]
+    expected = type_label(strip_null(s)) if type_list else "any"
+    steps: list[Checker] = []
+
+    enum = s.get("enum")
+    if isinstance(enum, list):
+        allowed = list(enum)
+
+        def check_enum(v: Any, path: str) -> Any:
+            if v not in allowed or (isinstance(v, bool) and not any(a is v for a in allowed)):
+                shown = ", ".join(repr(a) if not isinstance(a, str) else f"'{a}'" for a in allowed[:20])
+                raise invalid_value(path, "enum", f"must be one of: {shown}", allowed=allowed)
+            return v
+
+        steps.append(check_enum)
+    if "const" in s:
+        const = s["const"]
+
+        def check_const(v: Any, path: str) -> Any:
+            if v != const:
+                raise invalid_value(path, "const", f"must be {const!r}", allowed=[const])
+            return v
+
+        steps.append(check_const)
+
+    steps.extend(_numeric_steps(s))
+    steps.extend(_string_steps(s))
+    if "array" in type_list or "items" in s:
+        steps.extend(_array_steps(s, closed_objects))
+    if "object" in type_list:
+        obj = _object_step(s, closed_objects)
+        if obj:
+            steps.append(obj)
+
+    is_integer_only = type_list == ["integer"] or type_list == ["integer", "null"]
+
+    def check(value: Any, path: str) -> Any:
+        if preds and not any(p(value) for p in preds):
+            raise invalid_type(path, expected, json_type_of(value))
+        if is_integer_only and isinstance(value, float):
+            value = int(value)
+        for step in steps:
+            value = step(value, path)
+        return value
+
+    return check
+
+
+def _compile_union(s: dict[str, Any], options: list[Checker], closed: bool) -> Checker:
+    label = type_label(s)
+    extra = {k: v for k, v in s.items() if k not in ("anyOf", "oneOf")}
+    outer = compile_schema(extra, closed) if any(k in extra for k in ("enum", "minimum", "pattern")) else None
+
+    def check(value: Any, path: str) -> Any:
+        first_value_error: MCPAQLError | None = None
+        for opt in options:
+            try:
+                value = opt(value, path)
+            except MCPAQLError as e:
+                # Keep the most specific failure: a variant of the right type whose constraint
+                # failed says more than "expected A | B".
+                if e.code != "VALIDATION_INVALID_TYPE" and first_value_error is None:
+                    first_value_error = e
+                continue
+            return outer(value, path) if outer else value
+        if first_value_error:
+            raise first_value_error
+        raise invalid_type(path, label, json_type_of(value))
+
+    return check
+
+
+def _numeric_steps(s: dict[str, Any]) -> list[Checker]:
+    steps: list[Checker] = []
+    for key, op, words in (
+        ("minimum", lambda v, b: v >= b, "must be >= {}"),
+        ("maximum", lambda v, b: v <= b, "must be <= {}"),
+        ("exclusiveMinimum", lambda v, b: v > b, "must be > {}"),
+        ("exclusiveMaximum", lambda v, b: v < b, "must be < {}"),
+    ):
+        bound = s.get(key)
+        if isinstance(bound, int | float) and not isinstance(bound, bool):
+
+            def step(v: Any, path: str, bound: float = bound, op: Any = op, words: str = words,
+                     key: str = key) -> Any:
+                if isinstance(v, int | float) and not isinstance(v, bool) and not op(v, bound):
+                    raise invalid_value(path, key, words.format(bound) + f", got {v}", **{key: bound})
+                return v
+
+            steps.append(step)
+    return steps
+
+
+def _string_steps(s: dict[str, Any]) -> list[Checker]:
+    steps: list[Checker] = []
+    lo, hi = s.get("minLength"), s.get("maxLength")
+    if isinstance(lo, int) or isinstance(hi, int):
+
+        def length(v: Any, path: str) -> Any:
+            if isinstance(v, str):
+                if isinstance(lo, int) and len(v) < lo:
+                    raise invalid_value(path, "minLength", f"must be at least {lo} characters", minLength=lo)
+                if isinstance(hi, int) and len(v) > hi:
+                    raise invalid_value(path, "maxLength", f"must be at most {hi} characters", maxLength=hi)
+            return v
+
+        steps.append(length)
+    pattern = s.get("pattern")
+    if isinstance(pattern, str):
+        try:
+            rx = re.compile(pattern)
+        except re.error:
+            rx = None
+        if rx is not None:
+
+            def match(v: Any, path: str) -> Any:
+                if isinstance(v, str) and not rx.search(v):
+                    raise invalid_value(path, "pattern", f"must match pattern '{pattern}'", pattern=pattern)
+                return v
+
+            steps.append(match)
+    fmt = s.get("format")
+    fmt_ok = _check_format(fmt) if isinstance(fmt, str) else None
+    if fmt_ok:
+
+        def formatted(v: Any, path: str) -> Any:
+            if isinstance(v, str) and not fmt_ok(v):
+                raise invalid_value(path, "format", f"must be an ISO 8601 {fmt}", format=fmt)
+            return v
+
+        steps.append(formatted)
+    return steps
+
+
+def _array_steps(s: dict[str, Any], closed: bool) -> list[Checker]:
+    steps: list[Checker] = []
+    items = s.get("items")
+    item_check = compile_schema(items, closed) if isinstance(items, dict) and items else None
+    lo, hi = s.get("minItems"), s.get("maxItems")
+    unique = bool(s.get("uniqueItems"))
+
+    def arr(v: Any, path: str) -> Any:
+        if not isinstance(v, list):
+            return v
+        if isinstance(lo, int) and len(v) < lo:
+            raise invalid_value(path, "minItems", f"must have at least {lo} items", minItems=lo)
+        if isinstance(hi, int) and len(v) > hi:
+            raise invalid_value(path, "maxItems", f"must have at most {hi} items", maxItems=hi)
+        if item_check:
+            v = [item_check(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        if unique:
+            seen: list[Any] = []
+            for x in v:
+                if x in seen:
+                    raise invalid_value(path, "uniqueItems", "must not contain duplicates")
+                seen.append(x)
+        return v
+
+    steps.append(arr)
+    return steps
+
+
+def _object_step(s: dict[str, Any], closed: bool) -> Checker | None:
+    props: dict[str, Any] = s.get("properties") or {}
+    required = [r for r in (s.get("required") or []) if isinstance(r, str)]
+    addl = s.get("additionalProperties", None)
+    is_closed = addl is False or (closed and addl is None and bool(props))
+    prop_checks = {k: compile_schema(v, closed) for k, v in props.items() if isinstance(v, dict)}
+    addl_check = compile_schema(addl, closed) if isinstance(addl, dict) and addl else None
+    if not (prop_checks or required or is_closed or addl_check):
+        return None
+    known = sorted(props)
+
+    def obj(v: Any, path: str) -> Any:
+        if not isinstance(v, dict):
+            return v
+        for r in required:
+            if r not in v:
+                raise missing_param(f"{path}.{r}", expected=type_label(props.get(r, {})))
+        out: dict[str, Any] = {}
+        unknown = []
+        for k, x in v.items():
+            c = prop_checks.get(k)
+            if c is not None:
+                out[k] = c(x, f"{path}.{k}")
+            elif is_closed:
+                unknown.append(k)
+            else:
+                out[k] = addl_check(x, f"{path}.{k}") if addl_check else x
+        if unknown:
+            raise MCPAQLError(
+                "VALIDATION_UNKNOWN_FIELD",
+                f"Unknown field(s) in '{path}': {', '.join(repr(u) for u in unknown)}",
+                {"param_name": path, "unknown_fields": unknown, "valid_fields": known},
+            )
+        return out
+
+    return obj
