@@ -59,6 +59,7 @@ class Bound:
 
 class CompiledOperation:
     __slots__ = (
+        "aliases",
         "checkers",
         "defaults",
         "handler",
@@ -66,7 +67,6 @@ class CompiledOperation:
         "required",
         "spec",
         "valid_params",
-        "aliases",
     )
 
     def __init__(self, spec: OperationSpec) -> None:
@@ -174,7 +174,7 @@ class CompiledOperation:
         return Bound(kwargs, meta, values)
 
 
-def NAME_OK(name: str) -> bool:  # noqa: N802 - reads as a predicate
+def NAME_OK(name: str) -> bool:
     return re.fullmatch(r"[a-z][a-z0-9_]*", name) is not None
 
 

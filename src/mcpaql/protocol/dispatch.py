@@ -22,7 +22,14 @@ from .batch import run_batch
 from .compile import CompiledOperation
 from .context import Context
 from .envelope import failure, is_error, success
-from .errors import MCPAQLError, internal_error, invalid_type, missing_param, not_found_operation, payload_too_large
+from .errors import (
+    MCPAQLError,
+    internal_error,
+    invalid_type,
+    missing_param,
+    not_found_operation,
+    payload_too_large,
+)
 from .gatekeeper import check_category, check_endpoint
 from .introspect import SPEC_VERSION, Introspector, introspect_spec
 from .limits import check_payload, decode_raw

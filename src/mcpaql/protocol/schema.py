@@ -63,7 +63,7 @@ def resolve(schema: dict[str, Any], name_hint: str) -> dict[str, Any]:
                 out[k] = walk(v, pascal(hint, "value"), stack)
             else:
                 out[k] = v
-        if TYPE_NAME_KEY not in out and (_is_object(out) and out.get("properties") or "enum" in out):
+        if TYPE_NAME_KEY not in out and ((_is_object(out) and out.get("properties")) or "enum" in out):
             title = out.get("title")
             out[TYPE_NAME_KEY] = title if isinstance(title, str) and title.isidentifier() and title[
                 :1

@@ -235,7 +235,7 @@ def _array_steps(s: dict[str, Any], closed: bool) -> list[Checker]:
 def _object_step(s: dict[str, Any], closed: bool) -> Checker | None:
     props: dict[str, Any] = s.get("properties") or {}
     required = [r for r in (s.get("required") or []) if isinstance(r, str)]
-    addl = s.get("additionalProperties", None)
+    addl = s.get("additionalProperties")
     is_closed = addl is False or (closed and addl is None and bool(props))
     prop_checks = {k: compile_schema(v, closed) for k, v in props.items() if isinstance(v, dict)}
     addl_check = compile_schema(addl, closed) if isinstance(addl, dict) and addl else None
