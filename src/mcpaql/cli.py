@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import sys
 from typing import Annotated, Any
 
@@ -52,10 +53,15 @@ def _config(mode: str | None, prefix: str | None, tool_pattern: str | None, bare
 
 
 def _server_target(server: str | None, extra: list[str]) -> str | list[str]:
-    if extra:
-        return extra
-    if server:
+    """A URL, or a stdio command. With ``-- cmd args…`` click hands the first word to the
+    ``server`` argument and the rest to ``extra``; a quoted command string is split too."""
+    if server and server.startswith(("http://", "https://")) and not extra:
         return server
+    parts = ([server] if server else []) + list(extra)
+    if len(parts) == 1 and " " in parts[0]:
+        parts = shlex.split(parts[0])
+    if parts:
+        return parts
     _fail("give a SERVER: a URL (http://host:port/mcp) or '-- command args…' for stdio")
     raise AssertionError
 

@@ -29,11 +29,13 @@ from pydantic.fields import FieldInfo
 
 from ..config import Config
 from ..protocol.categories import CRUDE_FAMILIES, Category, EndpointFamily
+from ..protocol.collections import apply_collection, item_schema_for
 from ..protocol.context import Context
 from ..protocol.dispatch import Engine
 from ..protocol.operations import NO_DEFAULT, OperationSpec, ParamSpec, TypeRef, TypeSpec
 from ..protocol.registry import Registry, SchemaError
 from ..protocol.schema import parameter_info, pascal, resolve, strip_null, walk_named
+from ..protocol.update import update_semantics
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -83,7 +85,9 @@ def _docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
             continue
         if section is None:
             desc_lines.append(line)
-    description = "\n".join(desc_lines).strip()
+    # Re-flow wrapped lines: a paragraph is one line in the description the model reads.
+    paragraphs = re.split(r"\n\s*\n", "\n".join(desc_lines).strip())
+    description = "\n\n".join(" ".join(x.strip() for x in para.splitlines()) for para in paragraphs if para.strip())
     return description, args
 
 
@@ -161,6 +165,7 @@ def _param(fn_name: str, pname: str, param: inspect.Parameter, tp: Any, doc: str
         default=default,
         sensitive=sensitive,
         convert=convert,
+        nullable=not required and (param.default is None or _admits_none(tp)),
     )
     if default is NO_DEFAULT and not required:
         # Pass the Python default through untouched: the handler's own default applies.
@@ -168,10 +173,25 @@ def _param(fn_name: str, pname: str, param: inspect.Parameter, tp: Any, doc: str
     return spec, _type_specs(schema)
 
 
+def _is_context(tp: Any) -> bool:
+    """``Context``, ``Context | None`` and ``Optional[Context]`` all ask for the context."""
+    if tp is Context:
+        return True
+    if get_origin(tp) in (typing.Union, pytypes.UnionType):
+        return any(a is Context for a in get_args(tp))
+    return False
+
+
 def _own_doc(tp: type) -> str | None:
     """The class's own docstring (not one inherited from BaseModel or Enum)."""
     doc = tp.__dict__.get("__doc__")
     return inspect.cleandoc(doc).split("\n\n")[0] if isinstance(doc, str) and doc.strip() else None
+
+
+def _admits_none(tp: Any) -> bool:
+    if get_origin(tp) is Annotated:
+        return _admits_none(get_args(tp)[0])
+    return get_origin(tp) in (typing.Union, pytypes.UnionType) and type(None) in get_args(tp)
 
 
 def _named(tp: Any) -> bool:
@@ -215,6 +235,8 @@ class Adapter:
         self._specs: list[OperationSpec] = []
         self._types: list[TypeSpec] = []
         self.capabilities: dict[str, Any] = {}
+        # Guards every engine built from this adapter runs (e.g. mcpaql.safety.install_safety).
+        self.guards: list[Any] = []
         # Fail at definition time, not at serve time: the registry validates every name.
         self.registry()
 
@@ -262,9 +284,11 @@ class Adapter:
         types: list[TypeSpec] = []
         context_param = None
         overrides: dict[str, dict[str, Any]] = options.pop("param_options", {})
+        collection = options.pop("collection", None)  # protocol.collections.Collection / Item
+        identifiers = options.pop("identifiers", None)  # UPDATE: params that identify the resource
         for pname, p in inspect.signature(fn).parameters.items():
             tp = hints.get(pname, Any)
-            if tp is Context or (pname == "ctx" and tp is Any):
+            if _is_context(tp) or (pname == "ctx" and tp is Any):
                 context_param = pname
                 continue
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -282,7 +306,7 @@ class Adapter:
             e if "request" in e else {"request": {"operation": name, "params": e}}
             for e in options.pop("examples", ())
         )
-        return OperationSpec(
+        spec = OperationSpec(
             name=name,
             category=category,
             description=description,
@@ -295,10 +319,15 @@ class Adapter:
             is_async=inspect.iscoroutinefunction(fn),
             **options,
         )
+        if category is Category.UPDATE:
+            spec = update_semantics(spec, identifiers)
+        if collection is not None:
+            spec = apply_collection(spec, collection, *item_schema_for(hints.get("return")))
+        return spec
 
     def add(self, spec: OperationSpec) -> OperationSpec:
         probe = self.registry()  # validates against what is already there
-        probe.add(spec)
+        probe.add(spec, reserved_ok=bool(spec.extensions.get("reserved")))
         self._specs.append(spec)
         return spec
 
@@ -323,4 +352,5 @@ class Adapter:
 
     def engine(self, config: Config | None = None, **kw: Any) -> Engine:
         caps = {**self.capabilities, **kw.pop("capabilities", {})}
-        return Engine(self.registry(), config, capabilities=caps, **kw)
+        guards = [*self.guards, *(kw.pop("guards", None) or ())]
+        return Engine(self.registry(), config, capabilities=caps, guards=guards, **kw)

@@ -153,7 +153,7 @@ class CompiledOperation:
             p = params[k]
             if has_nul and not p.allow_nul and _contains_nul(v):
                 raise encoding_error(k)
-            if v is None and not p.required and _nullable(p):
+            if v is None and not p.required and (p.nullable or _nullable(p)):
                 continue
             values[k] = checkers[k](v, k)
         for p in self.defaults:

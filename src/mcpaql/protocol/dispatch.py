@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -19,6 +20,8 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ..config import Config
 from .batch import run_batch
+from .collections import collection_capabilities
+from .collections.pagination import CURSOR_SECRET_KEY
 from .compile import CompiledOperation
 from .context import Context
 from .envelope import failure, is_error, success
@@ -31,7 +34,7 @@ from .errors import (
     payload_too_large,
 )
 from .gatekeeper import check_category, check_endpoint
-from .introspect import SPEC_VERSION, Introspector, introspect_spec
+from .introspect import SPEC_VERSION, Introspector, check_query, introspect_spec
 from .limits import check_payload, decode_raw
 from .operations import OperationSpec
 from .registry import Registry
@@ -72,12 +75,14 @@ class Engine:
         single = next((t.name for t in self.tools if t.family is None), None)
         self.single_tool = single
         self.guards: list[Guard] = list(guards or [])
+        self.cursor_secret = os.urandom(32)
         self._compiled: dict[str, CompiledOperation] = {}
         details: dict[str, dict[str, Any]] = {}
         for op in registry.operations:
             compiled = CompiledOperation(op)
             if op.name == "introspect" and op.handler is None:
                 compiled.handler = self._introspect
+                compiled.checkers["query"] = check_query  # unsupported query → INVALID_QUERY_TYPE
             self._compiled[op.name] = compiled
             if op in self.operations:
                 details[op.name] = op.detail(self.tool_for_family.get(op.family) or single or op.family)
@@ -92,6 +97,7 @@ class Engine:
             "confirmation": False,
             "dangerous_operations": False,
         }
+        caps.update(collection_capabilities(self.operations))  # what the ops switch on (C.9)
         caps.update(capabilities or {})
         self.capabilities = caps
         protocol = {
@@ -186,6 +192,7 @@ class Engine:
             check_category(spec, self.config.allow)
         ctx.operation = name
         ctx.endpoint = spec.family
+        ctx.extensions[CURSOR_SECRET_KEY] = self.cursor_secret  # cursors are signed per engine
         bound = compiled.bind(request, self.config.strict_mode, has_nul, ctx.warnings)
         ctx.request_meta = bound.meta
         for guard in self.guards:

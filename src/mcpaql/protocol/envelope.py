@@ -25,7 +25,11 @@ def failure(err: MCPAQLError, *, with_details: bool = True) -> dict[str, Any]:
     error = err.to_error()
     if not with_details:
         error.pop("details", None)
-    return {"success": False, "error": error}
+    env: dict[str, Any] = {"success": False, "error": error}
+    confirmation = getattr(err, "confirmation", None)  # Part F #7: schema-valid top-level mirror
+    if confirmation:
+        env["confirmation"] = confirmation
+    return env
 
 
 def collapse_warnings(warnings: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from .categories import Category
-from .errors import MCPAQLError
+from .errors import MCPAQLError, invalid_type
 from .operations import OperationSpec, ParamSpec, TypeRef, TypeSpec
+from .schema import json_type_of
 
 SPEC_VERSION = "1.0.0-draft"
 QUERY_TYPES = ("operations", "types")
@@ -58,6 +59,17 @@ PROTOCOL_TYPES: tuple[TypeSpec, ...] = (
         ),
     ),
     TypeSpec(
+        "Warning",
+        "object",
+        "Non-fatal notice on a success response (WARN §3)",
+        fields=(
+            {"name": "code", "type": "string", "required": True, "description": "CATEGORY_SPECIFIC_CONDITION"},
+            {"name": "message", "type": "string", "required": True, "description": "Human-readable message"},
+            {"name": "details", "type": "object", "required": False, "description": "Machine-readable context"},
+            {"name": "severity", "type": "string", "required": False, "enum": ["low", "medium", "high"]},
+        ),
+    ),
+    TypeSpec(
         "EndpointPermissions",
         "object",
         "Permission characteristics of an operation's category",
@@ -69,6 +81,15 @@ PROTOCOL_TYPES: tuple[TypeSpec, ...] = (
     TypeSpec("OperationResult", "union", "Any operation's response", members=("OperationSuccess", "OperationFailure")),
     TypeSpec("DateTime", "scalar", "ISO 8601 date-time string, UTC with 'Z' suffix in responses"),
 )
+
+
+def check_query(value: Any, path: str) -> Any:
+    """Checker for the built-in ``query`` parameter: type only. The ``enum`` stays in the
+    documented schema, but an unsupported string must reach :meth:`Introspector.run` so the
+    client gets ``INVALID_QUERY_TYPE`` (CHECKLIST C.10), not ``VALIDATION_INVALID_VALUE``."""
+    if not isinstance(value, str):
+        raise invalid_type(path, "string", json_type_of(value))
+    return value
 
 
 def introspect_spec(family: str) -> OperationSpec:

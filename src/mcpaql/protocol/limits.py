@@ -9,6 +9,8 @@ only when the estimate comes near the limit, so small requests pay a few microse
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any
 
 from ..config import Limits
@@ -34,17 +36,62 @@ def decode_raw(raw: bytes | str, limits: Limits) -> Any:
     else:
         text = raw
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_reject_constant)
     except ValueError:
         raise MCPAQLError("VALIDATION_ERROR", "Request is not valid JSON") from None
+    except RecursionError:
+        # The C scanner recurses per nesting level: far deeper than any allowed depth.
+        raise payload_too_large(
+            "nesting_depth", limits.max_nesting_depth, _raw_depth(text), "levels"
+        ) from None
 
 
-def _has_lone_surrogate(s: str) -> bool:
+def _raw_depth(text: str) -> int:
+    """Bracket depth of raw JSON text, ignoring brackets inside strings (error path only)."""
+    depth = deepest = 0
+    for m in _BRACKETS.finditer(text):
+        tok = m.group()
+        if tok in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif tok in "]}":
+            depth -= 1
+    return deepest
+
+
+_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _utf8_len(s: str, where: str) -> int:
+    """UTF-8 length of ``s``; a lone surrogate is ``VALIDATION_INVALID_ENCODING``."""
+    if s.isascii():
+        return len(s)
     try:
-        s.encode("utf-8")
+        return len(s.encode("utf-8"))
     except UnicodeEncodeError:
-        return True
-    return False
+        raise encoding_error(where) from None
+
+
+def _serialized_bound(s: str, nbytes: int) -> int:
+    """Upper bound of the JSON-serialized size of ``s``: printable text doubles at most
+    (``"`` and ``\\`` are escaped); control characters become ``\\uXXXX`` (6 bytes)."""
+    return (2 * nbytes if s.isprintable() else 6 * len(s)) + 2
+
+
+def _scalar_bound(v: Any) -> int:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v.bit_length() // 3 + 3  # decimal digits < bits / 3.3, plus sign and comma
+    if isinstance(v, float) and not math.isfinite(v):
+        raise _not_json()  # NaN/Infinity would be echoed back as invalid JSON
+    return 26  # floats (repr ≤ 24 chars), true/false/null
+
+
+def _not_json(_: str = "") -> MCPAQLError:
+    return MCPAQLError("VALIDATION_ERROR", "Request is not valid JSON: NaN and Infinity are not JSON numbers")
+
+
+def _reject_constant(name: str) -> Any:
+    raise _not_json(name)
 
 
 def check_payload(request: Any, limits: Limits) -> bool:
@@ -63,14 +110,12 @@ def check_payload(request: Any, limits: Limits) -> bool:
     while stack:
         node, depth, where = stack.pop()
         if isinstance(node, str):
-            n = len(node)
+            n = _utf8_len(node, where)  # string_length is in bytes, not characters
             if n > max_str:
                 raise payload_too_large("string_length", max_str, n, "bytes")
-            size += n + 2
+            size += _serialized_bound(node, n)
             if "\x00" in node:
                 has_nul = True
-            if not node.isascii() and _has_lone_surrogate(node):
-                raise encoding_error(where)
             continue
         if isinstance(node, dict):
             if depth > max_depth:
@@ -78,17 +123,18 @@ def check_payload(request: Any, limits: Limits) -> bool:
             size += 2
             for k, v in node.items():
                 if isinstance(k, str):
-                    size += len(k) + 4
+                    kn = _utf8_len(k, where)
+                    if kn > max_str:
+                        raise payload_too_large("string_length", max_str, kn, "bytes")
+                    size += _serialized_bound(k, kn) + 2
                     if "\x00" in k:
                         has_nul = True
-                    if not k.isascii() and _has_lone_surrogate(k):
-                        raise encoding_error(where)
                 if isinstance(v, dict | list):
                     stack.append((v, depth + 1, k if isinstance(k, str) else where))
                 elif isinstance(v, str):
                     stack.append((v, depth, k if isinstance(k, str) else where))
                 else:
-                    size += 8
+                    size += _scalar_bound(v)
             continue
         if isinstance(node, list):
             if depth > max_depth:
@@ -102,10 +148,12 @@ def check_payload(request: Any, limits: Limits) -> bool:
                 elif isinstance(v, str):
                     stack.append((v, depth, where))
                 else:
-                    size += 8
+                    size += _scalar_bound(v)
             continue
-        size += 8
-    if size * 2 > limits.max_request_size:
+        size += _scalar_bound(node)
+    # ``size`` is an upper bound of the compact UTF-8 serialization; measure exactly only
+    # when that bound exceeds the limit.
+    if size > limits.max_request_size:
         exact = len(json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace"))
         if exact > limits.max_request_size:
             raise payload_too_large("request_size", limits.max_request_size, exact, "bytes")

@@ -36,6 +36,8 @@ class ParamSpec:
     convert: Callable[[Any], Any] | None = None
     allow_nul: bool = False
     closed: bool = False
+    # Explicit ``null`` is accepted and means "absent" (the handler's default applies).
+    nullable: bool = False
 
     @property
     def target(self) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 TYPE_NAME_KEY = "x-mcpaql-type"
+RECURSIVE_KEY = "x-mcpaql-recursive"  # a recursion cut: the named type, shown by name
 _JSON_TYPES = ("string", "integer", "number", "boolean", "object", "array", "null")
 
 
@@ -45,7 +46,7 @@ def resolve(schema: dict[str, Any], name_hint: str) -> dict[str, Any]:
             if target is None:
                 return {"description": node.get("description", "")}
             if ref_name in stack:
-                return {"type": target.get("type", "object"), TYPE_NAME_KEY: ref_name}
+                return {"type": target.get("type", "object"), TYPE_NAME_KEY: ref_name, RECURSIVE_KEY: True}
             merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
             merged[TYPE_NAME_KEY] = ref_name
             return walk(merged, ref_name, (*stack, ref_name))
@@ -93,7 +94,7 @@ def type_label(s: dict[str, Any]) -> str:
     """Human-readable type for ``ParameterInfo.type`` (free text per the schema)."""
     s = strip_null(s)
     name = s.get(TYPE_NAME_KEY)
-    if name and (_is_object(s) and s.get("properties")):
+    if name and (_is_object(s) and (s.get("properties") or s.get(RECURSIVE_KEY))):
         return str(name)
     for key in ("anyOf", "oneOf"):
         if isinstance(s.get(key), list):

@@ -49,8 +49,23 @@ def _compact(obj: Any) -> str:
     return json.dumps(obj, separators=(", ", ": "), ensure_ascii=False)
 
 
+def _placeholder(schema: dict[str, Any], name: str) -> Any:
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    t = schema.get("type")
+    samples: dict[str, Any] = {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+    return samples.get(t if isinstance(t, str) else "", f"<{name}>")
+
+
 def _example_line(op: OperationSpec) -> str:
-    req = op.examples[0]["request"] if op.examples else {"operation": op.name}
+    """The operation's first example, else a request built from its required parameters, so
+    the quick start is always a call that passes validation once placeholders are filled."""
+    if op.examples:
+        return _compact(op.examples[0]["request"])
+    req: dict[str, Any] = {"operation": op.name}
+    required = {p.name: _placeholder(p.schema, p.name) for p in op.params if p.required}
+    if required:
+        req["params"] = required
     return _compact(req)
 
 

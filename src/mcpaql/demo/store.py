@@ -1,0 +1,785 @@
+"""SQLite persistence for the Task Tracker demo: plain functions over a :class:`DB`, returning dicts.
+
+The file is opened in WAL mode and created (schema and, by default, sample data) on first use.
+Every write runs in one transaction under the DB's lock, so a precondition check (``if_match``)
+and the write it guards are atomic. Functions raise :class:`MCPAQLError` for domain failures
+(not found, duplicate, stale version) and never return partial state.
+
+This module must not know about the adapter API or MCP: the operations in ``operations.py`` (and
+a later shared collections layer) call these functions and shape their results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ..protocol.errors import MCPAQLError, invalid_value, not_found_resource
+
+SCHEMA_VERSION = 1
+ENV_DB = "MCPAQL_DEMO_DB"
+DEFAULT_DB = "~/.local/share/mcpaql/demo.db"
+
+PRIORITY_RANK = {"urgent": 4, "high": 3, "medium": 2, "low": 1}
+STATUSES = ("todo", "in_progress", "blocked", "done")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS projects (
+    project_id  TEXT PRIMARY KEY,
+    name        TEXT NOT NULL,
+    name_key    TEXT NOT NULL UNIQUE,
+    description TEXT,
+    status      TEXT NOT NULL DEFAULT 'active',
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL,
+    version     INTEGER NOT NULL DEFAULT 1
+);
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id      TEXT PRIMARY KEY,
+    project_id   TEXT NOT NULL REFERENCES projects(project_id) ON DELETE CASCADE,
+    title        TEXT NOT NULL,
+    description  TEXT,
+    status       TEXT NOT NULL,
+    priority     TEXT NOT NULL,
+    tags         TEXT NOT NULL DEFAULT '[]',
+    metadata     TEXT NOT NULL DEFAULT '{}',
+    created_at   TEXT NOT NULL,
+    updated_at   TEXT NOT NULL,
+    completed_at TEXT,
+    archived_at  TEXT,
+    version      INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX IF NOT EXISTS tasks_project ON tasks(project_id, status);
+CREATE TABLE IF NOT EXISTS notes (
+    note_id    TEXT PRIMARY KEY,
+    task_id    TEXT REFERENCES tasks(task_id) ON DELETE CASCADE,
+    project_id TEXT REFERENCES projects(project_id) ON DELETE CASCADE,
+    body       TEXT NOT NULL,
+    author     TEXT,
+    created_at TEXT NOT NULL,
+    CHECK ((task_id IS NULL) <> (project_id IS NULL))
+);
+CREATE INDEX IF NOT EXISTS notes_task ON notes(task_id);
+CREATE TABLE IF NOT EXISTS links (
+    link_id      TEXT PRIMARY KEY,
+    from_task_id TEXT NOT NULL REFERENCES tasks(task_id) ON DELETE CASCADE,
+    to_task_id   TEXT NOT NULL REFERENCES tasks(task_id) ON DELETE CASCADE,
+    link_type    TEXT NOT NULL,
+    created_at   TEXT NOT NULL,
+    UNIQUE (from_task_id, to_task_id, link_type)
+);
+CREATE TABLE IF NOT EXISTS task_events (
+    event_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id  TEXT NOT NULL REFERENCES tasks(task_id) ON DELETE CASCADE,
+    action   TEXT NOT NULL,
+    changes  TEXT NOT NULL DEFAULT '{}',
+    at       TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS task_events_task ON task_events(task_id, event_id);
+CREATE TABLE IF NOT EXISTS executions (
+    execution_id TEXT PRIMARY KEY,
+    operation    TEXT NOT NULL,
+    status       TEXT NOT NULL,
+    started_at   TEXT NOT NULL,
+    finished_at  TEXT,
+    progress     TEXT,
+    result       TEXT,
+    error        TEXT
+);
+"""
+
+
+# ---- connection --------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class DB:
+    """One SQLite connection plus the lock that serializes its transactions."""
+
+    conn: sqlite3.Connection
+    path: str
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    @contextlib.contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: committed on success, rolled back on any exception."""
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                self.conn.rollback()
+                raise
+            self.conn.commit()
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        with self.lock:
+            yield self.conn
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+
+def resolve_path(db_path: str | os.PathLike[str] | None = None) -> Path:
+    """Argument, else ``$MCPAQL_DEMO_DB``, else ``~/.local/share/mcpaql/demo.db``."""
+    raw = os.fspath(db_path) if db_path is not None else os.environ.get(ENV_DB) or DEFAULT_DB
+    return Path(raw).expanduser()
+
+
+def connect(db_path: str | os.PathLike[str] | None = None, *, seed: bool = True) -> DB:
+    """Open (creating if needed) the demo database; a brand-new file gets the sample project."""
+    path = resolve_path(db_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    db = DB(conn, str(path))
+    conn.executescript("BEGIN IMMEDIATE;\n" + _SCHEMA + "\nCOMMIT;")
+    with db.tx() as c:
+        # INSERT OR IGNORE decides "brand-new" atomically, even if two processes open the file at once.
+        cur = c.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        fresh = cur.rowcount == 1
+        if fresh:
+            c.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('created_at', ?)", (now(),))
+    if fresh and seed:
+        seed_sample(db)
+    return db
+
+
+# ---- small helpers -----------------------------------------------------------------------
+
+
+def now() -> str:
+    """Current UTC time, ISO 8601 with millisecond precision and a 'Z' suffix."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def days_ago(days: int) -> str:
+    """The UTC timestamp ``days`` days before now, in the same format as :func:`now`."""
+    return (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(5)}"
+
+
+def etag_for(resource_id: str, version: int) -> str:
+    digest = hashlib.sha256(f"{resource_id}:{version}".encode()).hexdigest()[:16]
+    return f'W/"{digest}"'
+
+
+def check_if_match(resource_type: str, resource_id: str, version: int, if_match: str | None) -> None:
+    """Optimistic concurrency (CORE §9.3.2): ``if_match`` is an ``_etag``, a ``_version`` number or '*'."""
+    if if_match is None or if_match.strip() == "*":
+        return
+    current = etag_for(resource_id, version)
+    given = if_match.strip()
+    bare = given.removeprefix("W/").strip('"')
+    if given == current or bare == current.removeprefix("W/").strip('"') or given == str(version):
+        return
+    raise MCPAQLError(
+        "CONFLICT_VERSION_MISMATCH",
+        f"The {resource_type} '{resource_id}' was changed since you read it (if_match {given} is stale). "
+        f"Read it again and retry with the current _etag.",
+        {
+            "resource_type": resource_type,
+            "resource_id": resource_id,
+            "if_match": given,
+            "current_etag": current,
+            "current_version": version,
+        },
+    )
+
+
+def deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """CORE §4.5.1: objects merge recursively, arrays and scalars replace, ``None`` removes the key."""
+    out = dict(base)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        elif isinstance(value, dict):
+            out[key] = deep_merge({}, value)  # nulls inside a new object mean "absent"
+        else:
+            out[key] = value
+    return out
+
+
+def _like_terms(query: str | None) -> list[str]:
+    """Whitespace-separated terms, escaped for ``LIKE … ESCAPE '\\'`` (every term must match)."""
+    if not query:
+        return []
+    out = []
+    for term in query.lower().split():
+        esc = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        out.append(f"%{esc}%")
+    return out
+
+
+def _page(conn: sqlite3.Connection, select: str, count: str, where: list[str], args: list[Any], order: str,
+          limit: int, offset: int) -> tuple[list[sqlite3.Row], int]:
+    clause = (" WHERE " + " AND ".join(where)) if where else ""
+    total = conn.execute(count + clause, args).fetchone()[0]
+    rows = conn.execute(f"{select}{clause} ORDER BY {order} LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
+    return rows, int(total)
+
+
+# ---- projects ----------------------------------------------------------------------------
+
+
+def _project_dict(conn: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
+    counts = {s: 0 for s in STATUSES}
+    for r in conn.execute(
+        "SELECT status, COUNT(*) FROM tasks WHERE project_id = ? AND archived_at IS NULL GROUP BY status",
+        (row["project_id"],),
+    ):
+        counts[r[0]] = r[1]
+    return {
+        "project_id": row["project_id"],
+        "name": row["name"],
+        "description": row["description"],
+        "status": row["status"],
+        "task_counts": {**counts, "total": sum(counts.values())},
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+        "_version": row["version"],
+        "_etag": etag_for(row["project_id"], row["version"]),
+    }
+
+
+def _project_row(conn: sqlite3.Connection, project_id: str) -> sqlite3.Row:
+    row = conn.execute("SELECT * FROM projects WHERE project_id = ?", (project_id,)).fetchone()
+    if row is None:
+        raise not_found_resource("project", project_id)
+    return row
+
+
+def _name_taken(conn: sqlite3.Connection, name: str, except_id: str | None = None) -> None:
+    row = conn.execute("SELECT project_id FROM projects WHERE name_key = ?", (name.strip().casefold(),)).fetchone()
+    if row is not None and row[0] != except_id:
+        raise MCPAQLError(
+            "CONFLICT_ALREADY_EXISTS",
+            f"A project named '{name.strip()}' already exists ({row[0]}). Choose another name or use that project.",
+            {"resource_type": "project", "resource_id": row[0], "field": "name"},
+        )
+
+
+def create_project(db: DB, name: str, description: str | None = None) -> dict[str, Any]:
+    ts = now()
+    pid = new_id("prj")
+    with db.tx() as c:
+        _name_taken(c, name)
+        c.execute(
+            "INSERT INTO projects(project_id, name, name_key, description, status, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, 'active', ?, ?)",
+            (pid, name.strip(), name.strip().casefold(), description, ts, ts),
+        )
+        return _project_dict(c, _project_row(c, pid))
+
+
+def get_project(db: DB, project_id: str) -> dict[str, Any]:
+    with db.read() as c:
+        return _project_dict(c, _project_row(c, project_id))
+
+
+def list_projects(db: DB, *, status: str | None = None, query: str | None = None, limit: int = 20,
+                  offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+    where: list[str] = []
+    args: list[Any] = []
+    if status:
+        where.append("status = ?")
+        args.append(status)
+    for term in _like_terms(query):
+        where.append("lower(name || ' ' || coalesce(description, '')) LIKE ? ESCAPE '\\'")
+        args.append(term)
+    with db.read() as c:
+        rows, total = _page(c, "SELECT * FROM projects", "SELECT COUNT(*) FROM projects", where, args,
+                            "created_at, rowid", limit, offset)
+        return [_project_dict(c, r) for r in rows], total
+
+
+def update_project(db: DB, project_id: str, changes: dict[str, Any], if_match: str | None = None) -> tuple[dict[str, Any], bool]:
+    """Apply ``changes`` (top-level fields; ``None`` removes). Returns (project, changed)."""
+    with db.tx() as c:
+        row = _project_row(c, project_id)
+        check_if_match("project", project_id, row["version"], if_match)
+        current = {"name": row["name"], "description": row["description"], "status": row["status"]}
+        merged = deep_merge({k: v for k, v in current.items() if v is not None}, changes)
+        if merged.get("name") and merged["name"].strip() != row["name"]:
+            _name_taken(c, merged["name"], project_id)
+        new = {"name": merged["name"].strip(), "description": merged.get("description"), "status": merged["status"]}
+        if new == current:
+            return _project_dict(c, row), False
+        c.execute(
+            "UPDATE projects SET name = ?, name_key = ?, description = ?, status = ?, updated_at = ?, "
+            "version = version + 1 WHERE project_id = ?",
+            (new["name"], new["name"].casefold(), new["description"], new["status"], now(), project_id),
+        )
+        return _project_dict(c, _project_row(c, project_id)), True
+
+
+def delete_project(db: DB, project_id: str, *, cascade: bool = False, if_match: str | None = None) -> dict[str, int]:
+    """Delete a project; with ``cascade`` its tasks, notes and links go too. Returns removed counts."""
+    with db.tx() as c:
+        row = _project_row(c, project_id)
+        check_if_match("project", project_id, row["version"], if_match)
+        n_tasks = c.execute("SELECT COUNT(*) FROM tasks WHERE project_id = ?", (project_id,)).fetchone()[0]
+        if n_tasks and not cascade:
+            raise invalid_value(
+                "cascade",
+                "requires_cascade",
+                f"must be true to delete project '{project_id}', which still has {n_tasks} task(s); "
+                "pass cascade: true to delete them as well, or move the tasks first with update_task",
+                task_count=n_tasks,
+            )
+        n_notes = c.execute(
+            "SELECT COUNT(*) FROM notes WHERE project_id = ? OR task_id IN (SELECT task_id FROM tasks WHERE project_id = ?)",
+            (project_id, project_id),
+        ).fetchone()[0]
+        n_links = c.execute(
+            "SELECT COUNT(*) FROM links WHERE from_task_id IN (SELECT task_id FROM tasks WHERE project_id = ?) "
+            "OR to_task_id IN (SELECT task_id FROM tasks WHERE project_id = ?)",
+            (project_id, project_id),
+        ).fetchone()[0]
+        c.execute("DELETE FROM projects WHERE project_id = ?", (project_id,))
+        return {"tasks": n_tasks, "notes": n_notes, "links": n_links}
+
+
+# ---- tasks -------------------------------------------------------------------------------
+
+
+def _task_dict(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "task_id": row["task_id"],
+        "project_id": row["project_id"],
+        "title": row["title"],
+        "description": row["description"],
+        "status": row["status"],
+        "priority": row["priority"],
+        "tags": json.loads(row["tags"]),
+        "metadata": json.loads(row["metadata"]),
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+        "completed_at": row["completed_at"],
+        "archived_at": row["archived_at"],
+        "_version": row["version"],
+        "_etag": etag_for(row["task_id"], row["version"]),
+    }
+
+
+def _task_row(conn: sqlite3.Connection, task_id: str) -> sqlite3.Row:
+    row = conn.execute("SELECT * FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+    if row is None:
+        raise not_found_resource("task", task_id)
+    return row
+
+
+def _event(conn: sqlite3.Connection, task_id: str, action: str, changes: dict[str, Any] | None = None,
+           at: str | None = None) -> None:
+    conn.execute(
+        "INSERT INTO task_events(task_id, action, changes, at) VALUES (?, ?, ?, ?)",
+        (task_id, action, json.dumps(changes or {}), at or now()),
+    )
+
+
+def _clean_tags(tags: list[str] | None) -> list[str]:
+    return list(dict.fromkeys(tags or []))
+
+
+def create_task(db: DB, *, project_id: str, title: str, description: str | None = None, status: str = "todo",
+                priority: str = "medium", tags: list[str] | None = None,
+                metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    ts = now()
+    tid = new_id("tsk")
+    with db.tx() as c:
+        _project_row(c, project_id)
+        c.execute(
+            "INSERT INTO tasks(task_id, project_id, title, description, status, priority, tags, metadata, "
+            "created_at, updated_at, completed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (tid, project_id, title, description, status, priority, json.dumps(_clean_tags(tags)),
+             json.dumps(metadata or {}), ts, ts, ts if status == "done" else None),
+        )
+        _event(c, tid, "created", {"title": {"to": title}, "status": {"to": status}}, ts)
+        return _task_dict(_task_row(c, tid))
+
+
+def get_task(db: DB, task_id: str) -> dict[str, Any]:
+    with db.read() as c:
+        return _task_dict(_task_row(c, task_id))
+
+
+def get_task_detail(db: DB, task_id: str, note_limit: int = 20) -> dict[str, Any]:
+    """The task plus its links (both directions) and newest notes."""
+    with db.read() as c:
+        task = _task_dict(_task_row(c, task_id))
+        links = []
+        for r in c.execute(
+            "SELECT l.link_id, l.link_type, 'outgoing' AS direction, t.task_id, t.title, t.status "
+            "FROM links l JOIN tasks t ON t.task_id = l.to_task_id WHERE l.from_task_id = ? "
+            "UNION ALL "
+            "SELECT l.link_id, l.link_type, 'incoming', t.task_id, t.title, t.status "
+            "FROM links l JOIN tasks t ON t.task_id = l.from_task_id WHERE l.to_task_id = ? "
+            "ORDER BY 1",
+            (task_id, task_id),
+        ):
+            links.append(dict(r))
+        notes = [_note_dict(r) for r in c.execute(
+            "SELECT * FROM notes WHERE task_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?", (task_id, note_limit)
+        )]
+        count = c.execute("SELECT COUNT(*) FROM notes WHERE task_id = ?", (task_id,)).fetchone()[0]
+        return {**task, "links": links, "notes": notes, "note_count": count}
+
+
+_TASK_ORDER = (
+    "CASE priority WHEN 'urgent' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END, "
+    "CASE status WHEN 'done' THEN 1 ELSE 0 END, "
+    "coalesce(json_extract(metadata, '$.due_date'), '9999-12-31'), created_at, rowid"
+)
+
+
+def list_tasks(db: DB, *, project_id: str | None = None, status: str | None = None, priority: str | None = None,
+               tag: str | None = None, assignee: str | None = None, query: str | None = None,
+               due_before: str | None = None, include_archived: bool = False, limit: int = 20,
+               offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """Tasks matching every given filter, most urgent first (then open before done, earliest due, oldest)."""
+    where: list[str] = []
+    args: list[Any] = []
+    if project_id is not None:
+        where.append("project_id = ?")
+        args.append(project_id)
+    if status is not None:
+        where.append("status = ?")
+        args.append(status)
+    if priority is not None:
+        where.append("priority = ?")
+        args.append(priority)
+    if tag is not None:
+        where.append("EXISTS (SELECT 1 FROM json_each(tasks.tags) WHERE json_each.value = ?)")
+        args.append(tag)
+    if assignee is not None:
+        where.append("lower(json_extract(metadata, '$.assignee')) = ?")
+        args.append(assignee.casefold())
+    if due_before is not None:
+        where.append("json_extract(metadata, '$.due_date') < ?")
+        args.append(due_before)
+    if not include_archived:
+        where.append("archived_at IS NULL")
+    for term in _like_terms(query):
+        where.append("lower(title || ' ' || coalesce(description, '')) LIKE ? ESCAPE '\\'")
+        args.append(term)
+    with db.read() as c:
+        if project_id is not None:
+            _project_row(c, project_id)
+        rows, total = _page(c, "SELECT * FROM tasks", "SELECT COUNT(*) FROM tasks", where, args, _TASK_ORDER, limit, offset)
+        return [_task_dict(r) for r in rows], total
+
+
+def _task_state(row: sqlite3.Row) -> dict[str, Any]:
+    """The mergeable view of a task (what ``update_task``'s ``input`` addresses)."""
+    state: dict[str, Any] = {
+        "title": row["title"],
+        "description": row["description"],
+        "status": row["status"],
+        "priority": row["priority"],
+        "tags": json.loads(row["tags"]),
+        "project_id": row["project_id"],
+        "archived": row["archived_at"] is not None,
+        "metadata": json.loads(row["metadata"]),
+    }
+    return {k: v for k, v in state.items() if v is not None}
+
+
+def update_task(db: DB, task_id: str, changes: dict[str, Any], if_match: str | None = None,
+                validate_metadata: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> tuple[dict[str, Any], bool]:
+    """Deep-merge ``changes`` into the task (CORE §4.5.1). Returns (task, changed).
+
+    ``validate_metadata`` (optional) checks and normalizes the merged metadata dict.
+    """
+    with db.tx() as c:
+        row = _task_row(c, task_id)
+        check_if_match("task", task_id, row["version"], if_match)
+        before = _task_state(row)
+        after = deep_merge(before, changes)
+        after.setdefault("tags", [])
+        after.setdefault("metadata", {})
+        after["tags"] = _clean_tags(after["tags"])
+        if validate_metadata is not None:
+            after["metadata"] = validate_metadata(after["metadata"])
+        if after["project_id"] != row["project_id"]:
+            _project_row(c, after["project_id"])
+        diff = {k: {"from": before.get(k), "to": after.get(k)} for k in sorted(set(before) | set(after))
+                if before.get(k) != after.get(k)}
+        if not diff:
+            return _task_dict(row), False
+        ts = now()
+        completed_at = row["completed_at"]
+        if "status" in diff:
+            completed_at = ts if after["status"] == "done" else None
+        archived_at = row["archived_at"]
+        if "archived" in diff:
+            archived_at = ts if after["archived"] else None
+        c.execute(
+            "UPDATE tasks SET title = ?, description = ?, status = ?, priority = ?, tags = ?, metadata = ?, "
+            "project_id = ?, completed_at = ?, archived_at = ?, updated_at = ?, version = version + 1 WHERE task_id = ?",
+            (after["title"], after.get("description"), after["status"], after["priority"], json.dumps(after["tags"]),
+             json.dumps(after["metadata"]), after["project_id"], completed_at, archived_at, ts, task_id),
+        )
+        _event(c, task_id, "updated", diff, ts)
+        return _task_dict(_task_row(c, task_id)), True
+
+
+def delete_task(db: DB, task_id: str, if_match: str | None = None) -> dict[str, int]:
+    with db.tx() as c:
+        row = _task_row(c, task_id)
+        check_if_match("task", task_id, row["version"], if_match)
+        n_notes = c.execute("SELECT COUNT(*) FROM notes WHERE task_id = ?", (task_id,)).fetchone()[0]
+        n_links = c.execute(
+            "SELECT COUNT(*) FROM links WHERE from_task_id = ? OR to_task_id = ?", (task_id, task_id)
+        ).fetchone()[0]
+        c.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,))
+        return {"notes": n_notes, "links": n_links}
+
+
+def list_task_events(db: DB, task_id: str, *, limit: int = 20, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+    with db.read() as c:
+        _task_row(c, task_id)
+        rows, total = _page(c, "SELECT * FROM task_events", "SELECT COUNT(*) FROM task_events", ["task_id = ?"], [task_id],
+                            "event_id", limit, offset)
+        return [{**dict(r), "changes": json.loads(r["changes"])} for r in rows], total
+
+
+# ---- links -------------------------------------------------------------------------------
+
+
+def create_link(db: DB, from_task_id: str, to_task_id: str, link_type: str) -> dict[str, Any]:
+    if from_task_id == to_task_id:
+        raise invalid_value("to_task_id", "distinct", "must differ from from_task_id (a task cannot link to itself)")
+    ts = now()
+    lid = new_id("lnk")
+    with db.tx() as c:
+        _task_row(c, from_task_id)
+        _task_row(c, to_task_id)
+        existing = c.execute(
+            "SELECT link_id FROM links WHERE from_task_id = ? AND to_task_id = ? AND link_type = ?",
+            (from_task_id, to_task_id, link_type),
+        ).fetchone()
+        if existing is not None:
+            raise MCPAQLError(
+                "CONFLICT_ALREADY_EXISTS",
+                f"Task '{from_task_id}' already {link_type.replace('_', ' ')} '{to_task_id}' (link {existing[0]})",
+                {"resource_type": "link", "resource_id": existing[0]},
+            )
+        c.execute(
+            "INSERT INTO links(link_id, from_task_id, to_task_id, link_type, created_at) VALUES (?, ?, ?, ?, ?)",
+            (lid, from_task_id, to_task_id, link_type, ts),
+        )
+        _event(c, from_task_id, "linked", {"link_id": lid, "link_type": link_type, "to_task_id": to_task_id}, ts)
+        _event(c, to_task_id, "linked", {"link_id": lid, "link_type": link_type, "from_task_id": from_task_id}, ts)
+        return dict(c.execute("SELECT * FROM links WHERE link_id = ?", (lid,)).fetchone())
+
+
+def delete_link(db: DB, link_id: str) -> None:
+    with db.tx() as c:
+        row = c.execute("SELECT * FROM links WHERE link_id = ?", (link_id,)).fetchone()
+        if row is None:
+            raise not_found_resource("link", link_id)
+        c.execute("DELETE FROM links WHERE link_id = ?", (link_id,))
+        changes = {"link_id": link_id, "link_type": row["link_type"]}
+        _event(c, row["from_task_id"], "unlinked", changes)
+        _event(c, row["to_task_id"], "unlinked", changes)
+
+
+# ---- notes -------------------------------------------------------------------------------
+
+
+def _note_dict(row: sqlite3.Row) -> dict[str, Any]:
+    return {k: row[k] for k in ("note_id", "task_id", "project_id", "body", "author", "created_at")}
+
+
+def create_note(db: DB, *, body: str, task_id: str | None = None, project_id: str | None = None,
+                author: str | None = None) -> dict[str, Any]:
+    ts = now()
+    nid = new_id("note")
+    with db.tx() as c:
+        if task_id is not None:
+            _task_row(c, task_id)
+        if project_id is not None:
+            _project_row(c, project_id)
+        c.execute(
+            "INSERT INTO notes(note_id, task_id, project_id, body, author, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (nid, task_id, project_id, body, author, ts),
+        )
+        if task_id is not None:
+            _event(c, task_id, "noted", {"note_id": nid}, ts)
+        return _note_dict(c.execute("SELECT * FROM notes WHERE note_id = ?", (nid,)).fetchone())
+
+
+def search_notes(db: DB, *, query: str | None = None, task_id: str | None = None, project_id: str | None = None,
+                 limit: int = 20, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """Notes containing every word of ``query`` (case-insensitive), newest first.
+
+    ``project_id`` matches notes on the project itself and on its tasks.
+    """
+    where: list[str] = []
+    args: list[Any] = []
+    if task_id is not None:
+        where.append("task_id = ?")
+        args.append(task_id)
+    if project_id is not None:
+        where.append("(project_id = ? OR task_id IN (SELECT task_id FROM tasks WHERE project_id = ?))")
+        args.extend([project_id, project_id])
+    for term in _like_terms(query):
+        where.append("lower(body) LIKE ? ESCAPE '\\'")
+        args.append(term)
+    with db.read() as c:
+        if task_id is not None:
+            _task_row(c, task_id)
+        if project_id is not None:
+            _project_row(c, project_id)
+        rows, total = _page(c, "SELECT * FROM notes", "SELECT COUNT(*) FROM notes", where, args,
+                            "created_at DESC, rowid DESC", limit, offset)
+        return [_note_dict(r) for r in rows], total
+
+
+def delete_note(db: DB, note_id: str) -> None:
+    with db.tx() as c:
+        row = c.execute("SELECT task_id FROM notes WHERE note_id = ?", (note_id,)).fetchone()
+        if row is None:
+            raise not_found_resource("note", note_id)
+        c.execute("DELETE FROM notes WHERE note_id = ?", (note_id,))
+        if row["task_id"] is not None:
+            _event(c, row["task_id"], "note_deleted", {"note_id": note_id})
+
+
+# ---- executions --------------------------------------------------------------------------
+
+
+def _execution_dict(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "execution_id": row["execution_id"],
+        "operation": row["operation"],
+        "status": row["status"],
+        "started_at": row["started_at"],
+        "finished_at": row["finished_at"],
+        "progress": json.loads(row["progress"]) if row["progress"] else None,
+        "result": json.loads(row["result"]) if row["result"] else None,
+        "error": json.loads(row["error"]) if row["error"] else None,
+    }
+
+
+def start_execution(db: DB, operation: str) -> dict[str, Any]:
+    """Record a new execution, already ``running`` (pending → running happens at once)."""
+    eid = new_id("exec")
+    with db.tx() as c:
+        c.execute(
+            "INSERT INTO executions(execution_id, operation, status, started_at) VALUES (?, ?, 'running', ?)",
+            (eid, operation, now()),
+        )
+        return _execution_dict(c.execute("SELECT * FROM executions WHERE execution_id = ?", (eid,)).fetchone())
+
+
+_TERMINAL = ("completed", "failed", "cancelled")
+
+
+def record_execution(db: DB, execution_id: str, *, status: str | None = None, progress: dict[str, Any] | None = None,
+                     result: dict[str, Any] | None = None, error: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Update a running execution; terminal states are final (CORE §8.4.2)."""
+    with db.tx() as c:
+        row = c.execute("SELECT * FROM executions WHERE execution_id = ?", (execution_id,)).fetchone()
+        if row is None:
+            raise not_found_resource("execution", execution_id)
+        if row["status"] in _TERMINAL:
+            return _execution_dict(row)
+        sets: list[str] = []
+        args: list[Any] = []
+        if status is not None:
+            sets.append("status = ?")
+            args.append(status)
+            if status in _TERMINAL:
+                sets.append("finished_at = ?")
+                args.append(now())
+        for col, val in (("progress", progress), ("result", result), ("error", error)):
+            if val is not None:
+                sets.append(f"{col} = ?")
+                args.append(json.dumps(val))
+        if sets:
+            c.execute(f"UPDATE executions SET {', '.join(sets)} WHERE execution_id = ?", [*args, execution_id])
+        return _execution_dict(c.execute("SELECT * FROM executions WHERE execution_id = ?", (execution_id,)).fetchone())
+
+
+def get_execution(db: DB, execution_id: str) -> dict[str, Any]:
+    with db.read() as c:
+        row = c.execute("SELECT * FROM executions WHERE execution_id = ?", (execution_id,)).fetchone()
+        if row is None:
+            raise not_found_resource("execution", execution_id)
+        return _execution_dict(row)
+
+
+def completed_task_ids(db: DB, *, project_id: str | None = None, completed_before: str | None = None) -> list[str]:
+    """Ids of done, not yet archived tasks (optionally in one project, completed before a timestamp)."""
+    where = ["status = 'done'", "archived_at IS NULL"]
+    args: list[Any] = []
+    if project_id is not None:
+        where.append("project_id = ?")
+        args.append(project_id)
+    if completed_before is not None:
+        where.append("coalesce(completed_at, updated_at) < ?")
+        args.append(completed_before)
+    with db.read() as c:
+        if project_id is not None:
+            _project_row(c, project_id)
+        return [r[0] for r in c.execute(f"SELECT task_id FROM tasks WHERE {' AND '.join(where)} ORDER BY task_id", args)]
+
+
+def require_tasks(db: DB, task_ids: list[str]) -> None:
+    """Raise NOT_FOUND_RESOURCE for the first id that does not exist."""
+    with db.read() as c:
+        for tid in task_ids:
+            _task_row(c, tid)
+
+
+# ---- sample data -------------------------------------------------------------------------
+
+
+def seed_sample(db: DB) -> str:
+    """Create the sample project 'Website launch' with five tasks, a link and notes. Returns its id."""
+    today = date.today()
+    project = create_project(db, "Website launch", "Sample project created on first run. Explore it, change it or delete it "
+                                                   "(delete_project with cascade: true).")
+    pid = project["project_id"]
+    copy = create_task(
+        db, project_id=pid, title="Draft the landing page copy", status="in_progress", priority="high",
+        tags=["content", "website"], description="Hero section, three feature blurbs and a call to action.",
+        metadata={"estimate_hours": 3, "assignee": "alice", "due_date": (today + timedelta(days=7)).isoformat(),
+                  "labels": ["Q4 launch"]},
+    )
+    create_task(db, project_id=pid, title="Set up the CI pipeline", status="done", priority="medium", tags=["infra"],
+                metadata={"estimate_hours": 2, "assignee": "bob"})
+    create_task(db, project_id=pid, title="Choose and register a domain name", priority="urgent", tags=["website"],
+                metadata={"due_date": (today + timedelta(days=2)).isoformat()})
+    announce = create_task(
+        db, project_id=pid, title="Write the launch announcement", status="blocked", priority="medium",
+        tags=["content", "marketing"], metadata={"estimate_hours": 1.5, "assignee": "alice"},
+    )
+    create_task(db, project_id=pid, title="Collect feedback from beta users", priority="low", tags=["research"])
+    create_link(db, copy["task_id"], announce["task_id"], "blocks")
+    create_note(db, task_id=copy["task_id"], author="alice",
+                body="First draft shared with the team; waiting for feedback on the hero section.")
+    create_note(db, project_id=pid, author="bob", body="Launch target: end of next month. Keep scope small.")
+    return pid

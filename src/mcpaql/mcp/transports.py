@@ -1,0 +1,100 @@
+"""Serving an engine over MCP transports: stdio and streamable HTTP (both protocol eras,
+exactly as the SDK negotiates them).
+
+In stdio mode stdout *is* the wire: nothing here may write to it, and everything we log goes
+to stderr. The stdio session is pinned to the process and closed when the client hangs up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from typing import Any
+
+import anyio
+from mcp.server.stdio import stdio_server
+from starlette.applications import Starlette
+
+from ..protocol.dispatch import Engine
+from .server import build_server
+
+log = logging.getLogger("mcpaql.mcp.transports")
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def configure_logging(level: int = logging.WARNING) -> None:
+    """Send logs to stderr unless the application already configured logging."""
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+async def serve_stdio(engine: Engine) -> None:
+    """Serve one client over this process's stdin/stdout until it closes stdin."""
+    configure_logging()
+    session = engine.new_session("stdio")
+    server = build_server(engine, transport="stdio", session=session)
+    sys.stdout.flush()  # anything buffered before we own the pipe must not land mid-stream
+    try:
+        async with stdio_server() as (read_stream, write_stream):
+            try:
+                with contextlib.redirect_stdout(sys.stderr):  # stray print() in handlers goes to stderr
+                    await server.run(read_stream, write_stream, server.create_initialization_options())
+            finally:
+                sys.stdout.flush()  # fd 1 is still diverted to stderr here; after exit it is the wire
+    finally:
+        with anyio.CancelScope(shield=True):
+            await session.close()
+
+
+def run_stdio(engine: Engine) -> None:
+    """Blocking form of :func:`serve_stdio` for scripts and the CLI."""
+    anyio.run(serve_stdio, engine)
+
+
+def http_app(engine: Engine, *, stateless: bool = False, path: str = "/mcp", host: str = "127.0.0.1") -> Starlette:
+    """A Starlette app serving ``engine`` over streamable HTTP at ``path``.
+
+    Stateful mode keeps one mcpaql session per ``Mcp-Session-Id``; stateless mode (and every
+    2026-07-28 request) makes each request its own session. For a loopback ``host`` the SDK
+    turns on DNS-rebinding protection (Host/Origin allow-lists).
+    """
+    server = build_server(engine, transport="http")
+    return server.streamable_http_app(
+        streamable_http_path=path,
+        stateless_http=stateless,
+        host=host,
+        session_idle_timeout=None if stateless else 1800,
+    )
+
+
+def uvicorn_log_config(level: str = "warning") -> dict[str, Any]:
+    """uvicorn's logging, all on stderr (its default sends the access log to stdout)."""
+    handler = {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "plain"}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+        "handlers": {"stderr": handler},
+        "loggers": {
+            "uvicorn": {"handlers": ["stderr"], "level": level.upper(), "propagate": False},
+            "uvicorn.error": {"level": level.upper()},
+            "uvicorn.access": {"handlers": ["stderr"], "level": level.upper(), "propagate": False},
+        },
+    }
+
+
+def serve_http(
+    engine: Engine, host: str = "127.0.0.1", port: int = 8000, stateless: bool = False, *, path: str = "/mcp",
+    log_level: str = "warning",
+) -> None:
+    """Run uvicorn serving :func:`http_app` until interrupted (blocking)."""
+    import uvicorn
+
+    configure_logging()
+    if host not in LOCAL_HOSTS:
+        log.warning("serving on %s: reachable beyond this machine and without DNS-rebinding protection", host)
+    app = http_app(engine, stateless=stateless, path=path, host=host)
+    uvicorn.run(app, host=host, port=port, log_config=uvicorn_log_config(log_level), log_level=log_level)
