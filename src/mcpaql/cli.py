@@ -7,6 +7,7 @@ SERVER arguments (introspect, call, conformance, tokens) are a URL (streamable H
 from __future__ import annotations
 
 import json
+import os
 import logging
 import shlex
 import sys
@@ -110,7 +111,7 @@ def _print_json(obj: Any) -> None:
 async def _introspect(target: str | list[str], name: str | None, types: bool) -> tuple[list[dict[str, Any]], Any]:
     from .mcp.client import connect
 
-    async with connect(target) as client:
+    async with connect(target, env=dict(os.environ)) as client:
         tools = await client.list_tools_raw()
         read_tool = _introspect_tool(tools)
         params: dict[str, Any] = {"query": "types" if types else "operations"}
@@ -163,7 +164,9 @@ def introspect(
     out.print(f"[bold]{proto.get('display_name', '?')}[/bold]  adapter={proto.get('adapter')}  "
               f"mode={proto.get('mode')}  MCP-AQL {proto.get('version')}  {proto.get('conformance', '')}")
     tt = Table(title="Tools")
-    for col in ("tool", "title", "read-only", "destructive", "idempotent", "open-world"):
+    tt.add_column("tool", no_wrap=True)
+    tt.add_column("title")
+    for col in ("read-only", "destructive", "idempotent", "open-world"):
         tt.add_column(col)
     for t in tools:
         a = t.get("annotations") or {}
@@ -181,7 +184,7 @@ def introspect(
 async def _call(target: str | list[str], operation: str, params: dict[str, Any], endpoint: str | None) -> Any:
     from .mcp.client import connect
 
-    async with connect(target) as client:
+    async with connect(target, env=dict(os.environ)) as client:
         tools = await client.list_tools_raw()
         names = [t["name"] for t in tools]
         tool = None

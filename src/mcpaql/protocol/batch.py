@@ -1,6 +1,7 @@
 """Batch operations (OPS §7; CHECKLIST REQ-BATCH-*).
 
-A batch is ``{operations: [{operation, params?}, ...]}`` sent through any tool. Items run in
+A batch is ``{operations: [{operation, params?}, ...]}`` (or, for clients that follow the tool
+input schema, ``{operation: "batch", operations: [...]}``) sent through any tool. Items run in
 order, each through the full pipeline — including the gatekeeper for *its own* endpoint, so
 a batch on the read tool cannot smuggle a delete. A failure does not stop later items unless
 ``_stop_on_failure: true`` is given (OVW: MAY). ``CONFIRMATION_REQUIRED`` halts the batch and
@@ -21,6 +22,10 @@ if TYPE_CHECKING:
     from .dispatch import Engine
 
 MAX_BATCH = 100
+# The tool input schema requires ``operation`` (MCPI §3.1), so a schema-following client sends
+# a batch as ``{operation: "batch", operations: [...]}``; the spec's bare ``{operations: [...]}``
+# is accepted too. ``batch`` is therefore reserved as an operation name in this implementation.
+BATCH_OPERATION = "batch"
 
 
 def _batch_error(message: str, **details: Any) -> MCPAQLError:
@@ -29,7 +34,7 @@ def _batch_error(message: str, **details: Any) -> MCPAQLError:
 
 async def run_batch(engine: Engine, request: dict[str, Any], ctx: Context, family: Any, tool: str) -> dict[str, Any]:
     items = request["operations"]
-    extra = [k for k in request if k != "operations" and not k.startswith("_")]
+    extra = [k for k in request if k not in ("operations", "operation") and not k.startswith("_")]
     if extra:
         raise _batch_error(
             f"A batch request takes only 'operations'; unexpected: {', '.join(repr(k) for k in extra)}",

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ..config import Config
-from .batch import run_batch
+from .batch import BATCH_OPERATION, run_batch
 from .collections import collection_capabilities
 from .collections.pagination import CURSOR_SECRET_KEY
 from .compile import CompiledOperation
@@ -170,9 +170,9 @@ class Engine:
                 "\"params\": {\"query\": \"operations\"}}",
             )
         has_nul = check_payload(request, self.config.limits)
+        if "operations" in request and request.get("operation", BATCH_OPERATION) == BATCH_OPERATION:
+            return await run_batch(self, request, ctx, family, tool)
         if "operation" not in request:
-            if "operations" in request:
-                return await run_batch(self, request, ctx, family, tool)
             raise missing_param("operation", expected="string (an operation name; introspect lists them)")
         name = request["operation"]
         if not isinstance(name, str):

@@ -78,6 +78,18 @@ PROTOCOL_TYPES: tuple[TypeSpec, ...] = (
             {"name": "destructive", "type": "boolean", "required": True},
         ),
     ),
+    TypeSpec(
+        "BatchRequest",
+        "object",
+        "Several operations in one call, run in order; send through any tool",
+        fields=(
+            {"name": "operation", "type": "string", "required": False, "enum": ["batch"],
+             "description": "'batch' (optional; lets schema-validating clients send a batch)"},
+            {"name": "operations", "type": "OperationInput[]", "required": True, "description": "1-100 requests"},
+            {"name": "_stop_on_failure", "type": "boolean", "required": False, "default": False,
+             "description": "Stop at the first failed item"},
+        ),
+    ),
     TypeSpec("OperationResult", "union", "Any operation's response", members=("OperationSuccess", "OperationFailure")),
     TypeSpec("DateTime", "scalar", "ISO 8601 date-time string, UTC with 'Z' suffix in responses"),
 )

@@ -80,6 +80,8 @@ class Registry:
             raise SchemaError("SCHEMA_FROZEN", f"registry is frozen; cannot add '{spec.name}'")
         if not NAME_RE.match(spec.name):
             raise SchemaError("SCHEMA_INVALID_NAME", f"operation name '{spec.name}' must match {NAME_RE.pattern}")
+        if spec.name == "batch":
+            raise SchemaError("SCHEMA_INVALID_NAME", "'batch' is reserved by mcpaql for batch requests")
         if spec.name in RESERVED and not reserved_ok:
             raise SchemaError("SCHEMA_INVALID_NAME", f"'{spec.name}' is a reserved operation name")
         if spec.name in RESERVED and RESERVED[spec.name] is not spec.category:
