@@ -7,8 +7,8 @@ SERVER arguments (introspect, call, conformance, tokens) are a URL (streamable H
 from __future__ import annotations
 
 import json
-import os
 import logging
+import os
 import shlex
 import sys
 from typing import Annotated, Any
@@ -253,6 +253,29 @@ def call(
         _print_json(result)
     if isinstance(result, dict) and not result.get("success", False):
         raise typer.Exit(1)
+
+
+@app.command(context_settings=EXTRA)
+def conformance(
+    ctx: typer.Context,
+    server: Annotated[str | None, typer.Argument(help="URL, or use '-- command args…'")] = None,
+    level: Annotated[int, typer.Option(help="Conformance level to require: 1 or 2")] = 2,
+    fmt: Annotated[str, typer.Option("--format", help="text | json | markdown")] = "text",
+    evidence: Annotated[str | None, typer.Option(help="Write an evidence bundle (spec fixture-runner format)")] = None,
+    read_only: Annotated[bool, typer.Option(help="Skip every test that creates, changes or deletes data")] = False,
+) -> None:
+    """Test a live MCP-AQL server against the spec; exit 0 when the level is met."""
+    from .conformance import run_cli
+
+    if level not in (1, 2):
+        _fail("--level must be 1 or 2")
+    if fmt not in ("text", "json", "markdown"):
+        _fail("--format must be text, json or markdown")
+    target = _server_target(server, ctx.args)
+    output, code = run_cli(target, level=level, fmt=fmt, evidence=evidence, read_only=read_only,
+                           color=sys.stdout.isatty())
+    print(output)
+    raise typer.Exit(code)
 
 
 def main() -> None:

@@ -31,8 +31,8 @@ _CODES: tuple[ErrorCode, ...] = (
     ErrorCode("VALIDATION_UNKNOWN_FIELD", False, 400, "Field not defined by the resource schema"),
     ErrorCode("VALIDATION_INVALID_ENCODING", False, 400, "Invalid character encoding in request"),
     ErrorCode("VALIDATION_PAYLOAD_TOO_LARGE", False, 413, "Request or response exceeds a size limit"),
-    # Part F #3: the message names the right tool, so the agent can recover on its own.
-    ErrorCode("VALIDATION_ENDPOINT_MISMATCH", True, 400, "Operation sent to the wrong endpoint"),
+    # Part F #3/#18: structured, names the right tool; outside MCPI §4.1.3's list → isError true.
+    ErrorCode("VALIDATION_ENDPOINT_MISMATCH", False, 400, "Operation sent to the wrong endpoint"),
     ErrorCode("VALIDATION_ERROR", False, 400, "Malformed request"),
     ErrorCode("VALIDATION_READ_ONLY_FIELD", False, 400, "Attempt to change a read-only field"),
     ErrorCode("BATCH_VALIDATION_ERROR", False, 400, "Malformed batch request"),

@@ -1,0 +1,126 @@
+"""The live conformance suite: connect to any MCP-AQL server over MCP, drive it using only
+its introspection, and grade it against the spec's conformance levels.
+
+    report = await run_conformance("http://127.0.0.1:8000/mcp", level=2)
+    print(render(report, "text")); write_evidence(report, "evidence.json")
+    sys.exit(report.exit_code)
+
+``target`` is a URL (streamable HTTP), a command line (string or argv list) for stdio, or an
+already-open connection object with ``list_tools_raw()`` and ``call_tool()`` (see
+:class:`mcpaql.mcp.Connection`). The suite never changes data it did not create.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from .evidence import build_bundle, clean_envelope, write_evidence
+from .model import CATEGORIES, Category, CheckResult, Exchange, Report, Status
+from .render import FORMATS, render
+from .schemas import Validators, default_schema_dir
+from .suite import Suite
+
+__all__ = [
+    "CATEGORIES",
+    "FORMATS",
+    "Category",
+    "CheckResult",
+    "Exchange",
+    "Report",
+    "Status",
+    "Validators",
+    "build_bundle",
+    "clean_envelope",
+    "default_schema_dir",
+    "render",
+    "run_cli",
+    "run_conformance",
+    "write_evidence",
+]
+
+
+async def run_conformance(
+    target: str | Sequence[str] | Any,
+    *,
+    level: int = 2,
+    read_only: bool = False,
+    schemas: str | os.PathLike[str] | None = None,
+    env: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+    use_schemas: bool = True,
+) -> Report:
+    """Run the suite against ``target`` and return the :class:`Report` (with its evidence bundle).
+
+    ``schemas`` is the directory holding the spec's JSON Schemas (default: ``MCPAQL_SPEC_SCHEMAS``
+    or ``../shared/spec/schemas``); without them structural checks are used and schema
+    validation is reported as SKIP. ``env``/``headers`` go to the stdio process / HTTP requests.
+    """
+    if level not in (1, 2):
+        raise ValueError("level must be 1 or 2")
+    validators = Validators(schemas, use_schemas=use_schemas)
+    if hasattr(target, "call_tool") and hasattr(target, "list_tools_raw"):
+        report = Report(target=str(getattr(target, "spec", "connection")), requested_level=level, read_only=read_only)
+        await _run(target, report, level, read_only, validators)
+        return report
+    from ..mcp.client import connect, parse_server_spec
+
+    spec = parse_server_spec(target)
+    report = Report(target=str(spec), requested_level=level, read_only=read_only)
+    try:
+        async with connect(spec, env=env, headers=headers) as conn:
+            await _run(conn, report, level, read_only, validators)
+    except Exception as e:
+        if not report.results and report.fatal is None:
+            report.fatal = f"could not connect to {spec}: {type(e).__name__}: {e}"
+        elif report.fatal is None:
+            report.notes.append(f"connection error after the run: {type(e).__name__}: {e}")
+        if not report.evidence_bundle:
+            report.evidence_bundle = build_bundle(report, {})
+    return report
+
+
+def run_cli(
+    target: str | Sequence[str],
+    *,
+    level: int = 2,
+    fmt: str = "text",
+    evidence: str | os.PathLike[str] | None = None,
+    read_only: bool = False,
+    color: bool | None = None,
+    inherit_env: bool = True,
+) -> tuple[str, int]:
+    """Everything ``mcpaql conformance SERVER [--level] [--format] [--evidence] [--read-only]`` does:
+    run, render, write the evidence bundle; returns ``(output, exit_code)``.
+
+    Exit codes: 0 requested level met, 1 a MUST check failed, 2 Level 1 met but Level 2 was
+    requested and not met, 3 the server could not be reached or has no MCP-AQL tools.
+    A stdio server inherits this process's environment (``inherit_env``), like a shell would.
+    """
+    import anyio
+
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format '{fmt}' (use one of: {', '.join(FORMATS)})")
+    env = dict(os.environ) if inherit_env else None
+    report = anyio.run(lambda: run_conformance(target, level=level, read_only=read_only, env=env))
+    if evidence is not None:
+        write_evidence(report, evidence)
+    return render(report, fmt, color=color), report.exit_code
+
+
+async def _run(conn: Any, report: Report, level: int, read_only: bool, validators: Validators) -> None:
+    info = getattr(conn, "server_info", None)
+    if info is not None:
+        report.implementation = getattr(info, "name", None) or report.implementation
+        report.version = getattr(info, "version", None)
+    suite = Suite(conn, report, level=level, read_only=read_only, validators=validators)
+    try:
+        await suite.run()
+    finally:
+        if level < 2:
+            report.results = [r for r in report.results if r.category.level <= 1]
+        order = {c.key: i for i, c in enumerate(CATEGORIES)}
+        report.results.sort(key=lambda r: (order[r.category.key], int(r.id.rsplit("-", 1)[1])))
+        report.exchanges = suite.exchanges
+        report.evidence_bundle = build_bundle(report, suite.bundle)
