@@ -87,7 +87,7 @@ def test_introspect_and_plain_call(replies: dict[str, Reply]) -> None:
     assert (r.envelope, r.is_error) == ({"success": True, "data": {"item_id": "i1", "name": "first", "size": 1}}, False)
 
 
-def test_wrong_endpoint_is_recoverable_and_names_the_right_tool(replies: dict[str, Reply]) -> None:
+def test_wrong_endpoint_is_an_error_naming_the_right_tool(replies: dict[str, Reply]) -> None:
     r = replies["wrong_tool"]
     assert r.envelope["error"]["code"] == "VALIDATION_ENDPOINT_MISMATCH" and r.is_error is True  # Part F #18
     assert CREATE in r.envelope["error"]["message"]

@@ -279,7 +279,13 @@ class Adapter:
         name = options.pop("name", fn.__name__)
         description, arg_docs = _docstring_parts(fn)
         description = options.pop("description", None) or description or name.replace("_", " ").capitalize()
-        hints = typing.get_type_hints(fn, include_extras=True)
+        try:
+            hints = typing.get_type_hints(fn, include_extras=True)
+        except NameError as e:
+            raise SchemaError(
+                "SCHEMA_UNRESOLVED_REF",
+                f"operation '{name}': cannot resolve a type hint ({e}); define models at module level",
+            ) from None
         params: list[ParamSpec] = []
         types: list[TypeSpec] = []
         context_param = None

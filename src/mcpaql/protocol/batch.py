@@ -65,7 +65,9 @@ async def run_batch(engine: Engine, request: dict[str, Any], ctx: Context, famil
             result = failure(_batch_error(f"operations[{index}]: batches cannot be nested", index=index))
         else:
             try:
-                result = await engine.run_one(name, item, item_ctx, family, tool, False)
+                # has_nul=True: scan item params for U+0000 (the top-level scan result is not
+                # passed down here, and False would let NUL through, REQ-VAL-024).
+                result = await engine.run_one(name, item, item_ctx, family, tool, True)
             except MCPAQLError as e:
                 result = failure(e)
             except Exception:

@@ -226,10 +226,17 @@ class Engine:
 
     def render(self, envelope: dict[str, Any]) -> tuple[str, bool]:
         """Serialize an envelope for the wire, enforcing the response size limit."""
-        text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+        try:
+            # allow_nan=False: NaN/Infinity are not JSON; encode(): lone surrogates are not UTF-8.
+            text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            size = len(text) if text.isascii() else len(text.encode("utf-8"))
+        except (ValueError, UnicodeEncodeError):
+            log.error("a response could not be serialized as UTF-8 JSON (NaN/Infinity or a lone surrogate)")
+            envelope = failure(internal_error("the operation returned a value that is not valid JSON"))
+            return json.dumps(envelope, separators=(",", ":")), is_error(envelope)
         limit = self.config.limits.max_response_size
-        if len(text) > limit // 4 and len(text.encode("utf-8")) > limit:
-            envelope = failure(payload_too_large("response_size", limit, len(text.encode("utf-8")), "bytes"))
+        if size > limit:
+            envelope = failure(payload_too_large("response_size", limit, size, "bytes"))
             text = json.dumps(envelope, separators=(",", ":"))
         return text, is_error(envelope)
 

@@ -1,0 +1,133 @@
+"""Batch basics (src/mcpaql/protocol/batch.py; OPS §7). Every envelope is validated against
+operation-result.schema.json by the harness, including each item's ``result``."""
+
+from __future__ import annotations
+
+import pytest
+
+from aql_support import CREATE, DELETE, READ, SINGLE
+from mcpaql import Config
+
+
+def batch(h, items, tool=READ, **extra):
+    return h.call(tool, {"operations": items, **extra})
+
+
+def test_items_run_in_order_with_summary(h):
+    env = batch(h, [
+        {"operation": "get_task", "params": {"task_id": "t1"}},
+        {"operation": "list_tasks", "params": {"limit": 2}},
+        {"operation": "get_task", "params": {"task_id": "t2"}},
+    ])
+    assert env["success"] is True and env["data"] is None
+    assert [r["index"] for r in env["results"]] == [0, 1, 2]
+    assert [r["operation"] for r in env["results"]] == ["get_task", "list_tasks", "get_task"]
+    assert env["results"][0]["result"]["data"]["task_id"] == "t1"
+    assert env["results"][2]["result"]["data"]["task_id"] == "t2"
+    assert env["summary"] == {"total": 3, "succeeded": 3, "failed": 0}
+
+
+def test_failure_does_not_stop_later_items(h):
+    env = batch(h, [
+        {"operation": "get_task"},
+        {"operation": "nope"},
+        {"operation": "list_tasks"},
+    ])
+    codes = [r["result"].get("error", {}).get("code") for r in env["results"]]
+    assert codes == ["VALIDATION_MISSING_PARAM", "NOT_FOUND_OPERATION", None]
+    assert env["summary"] == {"total": 3, "succeeded": 1, "failed": 2}
+
+
+def test_gatekeeper_applies_per_item_REQ_MODE_005(h):
+    env = batch(h, [
+        {"operation": "list_tasks"},
+        {"operation": "delete_task", "params": {"task_id": "t1"}},
+    ])
+    assert env["results"][1]["result"]["error"]["code"] == "VALIDATION_ENDPOINT_MISMATCH"
+    assert env["results"][1]["result"]["error"]["details"]["expected_endpoint"] == DELETE
+
+
+def test_category_enforced_per_item_in_single_mode_REQ_MODE_009(harness):
+    h = harness(Config(mode="single", allow=frozenset({"READ"})))
+    env = batch(h, [{"operation": "delete_task", "params": {"task_id": "t1"}}, {"operation": "list_tasks"}], SINGLE)
+    assert env["results"][0]["result"]["error"]["code"] == "PERMISSION_DENIED"
+    assert env["results"][1]["result"]["success"] is True
+
+
+def test_stop_on_failure(h):
+    env = batch(h, [
+        {"operation": "list_tasks"},
+        {"operation": "get_task"},
+        {"operation": "list_tasks"},
+        {"operation": "list_tasks"},
+    ], _stop_on_failure=True)
+    assert len(env["results"]) == 2
+    assert env["summary"] == {"total": 4, "succeeded": 1, "failed": 1, "halted": True, "pending": 2}
+
+
+def test_item_validation_is_the_normal_pipeline(h):
+    env = batch(h, [{"operation": "list_tasks", "params": {"bogus": 1}}, {"operation": "list_tasks", "params": {"limit": 0}}])
+    assert [r["result"]["error"]["code"] for r in env["results"]] == ["VALIDATION_UNKNOWN_PARAM", "VALIDATION_INVALID_VALUE"]
+
+
+def test_internal_error_in_an_item_is_contained(h):
+    env = batch(h, [{"operation": "run_export"}, {"operation": "start_job"}], "tasks_mcpaql_execute")
+    assert env["results"][0]["result"]["error"]["code"] == "INTERNAL_ERROR"
+    assert env["results"][1]["result"]["success"] is True
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"operations": []},
+        {"operations": "list_tasks"},
+        {"operations": {"operation": "list_tasks"}},
+        {"operations": None},
+        {"operations": [{"operation": "list_tasks"}], "params": {}},
+        {"operations": [{"operation": "list_tasks"}] * 101},
+    ],
+)
+def test_malformed_batch_is_BATCH_VALIDATION_ERROR(h, request_):
+    env = h.call(READ, request_)
+    assert env["success"] is False
+    assert env["error"]["code"] == "BATCH_VALIDATION_ERROR"
+
+
+@pytest.mark.parametrize("item", [5, "list_tasks", None, [], {}, {"operation": 3}, {"params": {}}])
+def test_malformed_items_fail_individually(h, item):
+    env = batch(h, [item, {"operation": "list_tasks"}])
+    first = env["results"][0]
+    assert first["index"] == 0 and first["operation"] == ""
+    assert first["result"]["error"]["code"] == "BATCH_VALIDATION_ERROR"
+    assert env["results"][1]["result"]["success"] is True
+
+
+def test_nested_batch_rejected(h):
+    env = batch(h, [{"operation": "list_tasks", "operations": [{"operation": "list_tasks"}]}])
+    assert env["results"][0]["result"]["error"]["code"] == "BATCH_VALIDATION_ERROR"
+
+
+def test_batch_through_create_tool(h):
+    owner = {"name": "Ada", "address": {"street": "s"}}
+    env = batch(h, [{"operation": "create_task", "params": {"title": "a", "owner": owner}}], CREATE)
+    assert env["summary"]["succeeded"] == 1
+
+
+
+def test_nul_rejected_inside_batch_items_REQ_VAL_024(h):
+    env = batch(h, [{"operation": "echo", "params": {"text": "a\x00b"}}, {"operation": "echo", "params": {"text": "ok"}}])
+    assert env["results"][0]["result"]["error"]["code"] == "VALIDATION_INVALID_ENCODING"
+    assert env["results"][1]["result"]["success"] is True
+
+
+def test_limits_apply_to_the_whole_batch_REQ_LIMIT_002(h):
+    env = h.call(READ, {"operations": [{"operation": "echo", "params": {"text": "\ud800"}}]})
+    assert env["success"] is False and env["error"]["code"] == "VALIDATION_INVALID_ENCODING"
+
+
+def test_schema_following_batch_form(h):
+    """``{operation: "batch", operations: [...]}`` satisfies the tool input schema (operation required)."""
+    request = {"operation": "batch", "operations": [{"operation": "list_tasks"}, {"operation": "get_task"}]}
+    env = h.call(READ, request)
+    assert env["summary"] == {"total": 2, "succeeded": 1, "failed": 1}
+    assert h.call(READ, {"operation": "batch"})["error"]["code"] == "NOT_FOUND_OPERATION"
