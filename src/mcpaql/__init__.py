@@ -21,17 +21,21 @@ from .protocol import (
     TypeRef,
     TypeSpec,
 )
+from .protocol.collections import Collection, Computed, Item
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Adapter",
     "Category",
+    "Collection",
+    "Computed",
     "Config",
     "ConfigError",
     "Context",
     "EndpointFamily",
     "Engine",
+    "Item",
     "Limits",
     "MCPAQLError",
     "OperationSpec",

@@ -97,7 +97,9 @@ def _input_schema(ops: list[OperationSpec], config: Config) -> dict[str, Any]:
 def _family_description(registry: Registry, family: str, ops: list[OperationSpec]) -> str:
     fam = registry.families[family]
     names = ", ".join(op.name for op in ops)
-    example_op = next((op for op in ops if op.name != "introspect"), ops[0])
+    # The template's [example_op] is free: show the one with the shortest quick-start call,
+    # which keeps large families (wrapped servers with dozens of operations) compact.
+    example_op = min((op for op in ops if op.name != "introspect"), key=lambda op: len(_example_line(op)), default=ops[0])
     crude = family in CRUDE_FAMILIES and registry.profile == "crude"
     parts = [fam.purpose]
     if not crude:

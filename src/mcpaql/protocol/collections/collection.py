@@ -13,6 +13,7 @@ SQL); the shaping happens after it. Nothing here touches I/O or global state.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -64,10 +65,6 @@ from .query import (
 
 CTX_KEY = "_mcpaql_ctx"
 MODES = ("list", "search", "item")
-COLLECTION_PARAMS = (
-    "fields", "preset", "query", "filter", "sort", "order",
-    "first", "after", "last", "before", "limit", "offset", "aggregate", "include_items",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -100,6 +97,7 @@ class Collection:
     aggregate: bool | AggregationSupport = False
     computed: Mapping[str, Computed | Callable[[dict[str, Any]], Any]] = field(default_factory=dict)
     preset_alias: bool = False
+    require_query: bool = False
 
 
 def Item(**options: Any) -> Collection:
@@ -248,7 +246,9 @@ class CollectionRuntime:
         sortable = list(coll.sortable)
         sortable += [COMPUTED_PREFIX + n for n, c in self.computed.items() if c.sortable and COMPUTED_PREFIX + n not in sortable]
         self.sortable = sortable
-        for what, names in (("filterable", list(filterable)), ("sortable", sortable), ("searchable", self.searchable)):
+        checks = (("filterable", list(filterable)), ("sortable", sortable), ("searchable", self.searchable),
+                  ("key", [key] if key else []))
+        for what, names in checks:
             unknown = [n for n in names if not self.selector.is_known(n)]
             if unknown:
                 raise _bad(op, f"{what} field(s) {unknown} are not among the known fields")
@@ -285,6 +285,8 @@ class CollectionRuntime:
         shown = {n: sel.presets[n] for n in ("minimal", "standard", *custom) if sel.presets.get(n) is not None}
         if shown:
             desc += ". Presets: " + "; ".join(f"{n} = {', '.join(p or ())}" for n, p in shown.items())
+        if sel.known is not None:
+            desc += f". Field names: type {self.field_type_name}"
         out = [ParamSpec("fields", {**fields_schema(sel), "default": sel.default}, description=desc)]
         if self.coll.preset_alias:
             out.append(
@@ -297,11 +299,14 @@ class CollectionRuntime:
         if self.mode == "item":
             return out
         c = self.coll
+        if self.coll.require_query and not self.searchable:
+            raise _bad(self.operation, "require_query needs searchable fields")
         if self.searchable:
             out.append(
                 ParamSpec(
                     "query",
                     {"type": "string", "maxLength": 1000},
+                    required=self.coll.require_query,
                     description=f"Free-text search over {', '.join(self.searchable)}: words match with OR semantics, "
                     '"quoted phrases" match exactly, case-insensitive',
                 )
@@ -394,10 +399,26 @@ class CollectionRuntime:
     def sort_type_name(self) -> str:
         return pascal(self.operation, "sort")
 
+    @property
+    def field_type_name(self) -> str:
+        return pascal(self.operation, "field")
+
     def types(self) -> list[TypeSpec]:
+        out: list[TypeSpec] = []
+        if self.selector.known is not None:
+            # FS §5.3: the selectable fields, discoverable through ``introspect types``.
+            out.append(
+                TypeSpec(
+                    self.field_type_name,
+                    "enum",
+                    f"Field paths accepted by {self.operation}'s 'fields' (nested paths below them are accepted too)",
+                    tuple(self.selector.valid_fields()),
+                )
+            )
         if not self.sortable or self.mode == "item":
-            return []
+            return out
         return [
+            *out,
             TypeSpec(
                 self.sort_type_name,
                 "object",
@@ -469,7 +490,7 @@ class CollectionRuntime:
         aggregate = parse_aggregate(values.get("aggregate"), self.support) if self.support and values.get("aggregate") else []
         include_items = bool(values.get("include_items"))
         signature = self.sort_signature(sort)
-        n_keys = len(sort) + 1
+        n_keys = len(sort) + 1 if sort else 2  # sort values + tie-breaker | key + position
         codec = codec_for(ctx)
 
         def decode(cursor: str, param: str) -> list[Any]:
@@ -548,35 +569,15 @@ class CollectionRuntime:
         if q.aggregate:
             data["aggregations"] = Aggregator(q.aggregate, value_of).feed(rows).result()
         assert q.page is not None
-        fields = [k.field for k in q.sort]
-        key = self.key
-        decorated = []
-        for i, rec in enumerate(rows):
-            raw = [value_of(rec, f) for f in fields]
-            if key is not None:
-                raw.append(value_of(rec, key))
-            raw.append(i)
-            decorated.append((tuple(order_key(v) for v in raw), raw, rec))
-        directions = [k.descending for k in q.sort] + [False] * (2 if key is not None else 1)
-        if any(directions):
-            cmp_key = sort_key_fn(directions)
-            decorated.sort(key=lambda t: cmp_key(t[0]))
-            keys = [cmp_key(t[0]) for t in decorated]
-
-            def cursor_key(raw: list[Any]) -> Any:
-                return cmp_key(tuple(order_key(v) for v in raw))
-        else:
-            decorated.sort(key=lambda t: t[0])
-            keys = [t[0] for t in decorated]
-
-            def cursor_key(raw: list[Any]) -> Any:
-                return tuple(order_key(v) for v in raw)
-
         page = q.page
-        w = window(keys, page, lambda wire, after: cursor_key(_cursor_raw(wire, key is not None, after)))
+        if q.sort:
+            decorated, keys, to_key = self._sorted(rows, q.sort, value_of)
+        else:
+            decorated, keys, to_key = self._natural(rows, value_of)
+        w = window(keys, page, to_key)
         chosen = decorated[w.start : w.end]
         project = self._projector(q, value_of)
-        items = [project(rec) for _, _, rec in chosen]
+        items = [project(rec) for _, rec in chosen]
         total = len(rows) if q.want_total else None
         if page.style == "offset":
             data["items"] = items
@@ -585,14 +586,71 @@ class CollectionRuntime:
         codec = codec_for(ctx)
         signature = self.sort_signature(q.sort)
 
-        def cursor(raw: list[Any]) -> str:
-            return codec.encode({"o": self.operation, "s": signature, "k": _wire(raw, key is not None)})
+        def cursor(wire: list[Any]) -> str:
+            return codec.encode({"o": self.operation, "s": signature, "k": wire})
 
-        start = cursor(chosen[0][1]) if chosen else None
-        end = cursor(chosen[-1][1]) if chosen else None
+        start = cursor(chosen[0][0]) if chosen else None
+        end = cursor(chosen[-1][0]) if chosen else None
         data["items"] = items
         data["pageInfo"] = page_info(w.has_next, w.has_previous, start, end, total)
         return data
+
+    def _sorted(
+        self, rows: list[dict[str, Any]], sort: Sequence[SortKey], value_of: Callable[[dict[str, Any], str], Any]
+    ) -> tuple[list[tuple[list[Any], dict[str, Any]]], list[Any], Callable[[list[Any], bool], Any]]:
+        """Stable multi-key sort. Every record's key is its sort values, its tie-breaker (the
+        key field, else its position) and finally its position; a cursor carries the sort
+        values and the tie-breaker and stands just after (``after``) or just before
+        (``before``) the record it was issued for."""
+        fields = [k.field for k in sort]
+        key = self.key
+        decorated: list[tuple[tuple[Any, ...], list[Any], dict[str, Any]]] = []
+        for i, rec in enumerate(rows):
+            vals = [value_of(rec, f) for f in fields]
+            tie = value_of(rec, key) if key is not None else i
+            decorated.append(((*map(order_key, vals), order_key(tie), (0, i)), [*map(_plain, vals), _plain(tie)], rec))
+        directions = [k.descending for k in sort] + [False, False]
+        if any(directions):
+            cmp_key = sort_key_fn(directions)
+            decorated.sort(key=lambda t: cmp_key(t[0]))
+            keys: list[Any] = [cmp_key(t[0]) for t in decorated]
+        else:
+            cmp_key = None
+            decorated.sort(key=lambda t: t[0])
+            keys = [t[0] for t in decorated]
+
+        def to_key(wire: list[Any], after: bool) -> Any:
+            comps = (*map(order_key, wire), (0, float("inf") if after else float("-inf")))
+            return cmp_key(comps) if cmp_key is not None else comps
+
+        return [(wire, rec) for _, wire, rec in decorated], keys, to_key
+
+    def _natural(
+        self, rows: list[dict[str, Any]], value_of: Callable[[dict[str, Any], str], Any]
+    ) -> tuple[list[tuple[list[Any], dict[str, Any]]], list[Any], Callable[[list[Any], bool], Any]]:
+        """No sort requested: keep the handler's order (its default ordering). A cursor carries
+        the record's key and position; the key is looked up again, so inserting or removing
+        other records does not shift the page."""
+        key = self.key
+        decorated = [([_plain(value_of(rec, key)) if key is not None else None, i], rec) for i, rec in enumerate(rows)]
+        index: dict[Any, int] | None = None
+
+        def to_key(wire: list[Any], after: bool) -> Any:
+            nonlocal index
+            ident, pos = wire
+            if not isinstance(pos, int) or isinstance(pos, bool):
+                raise invalid_cursor("after" if after else "before", "malformed")
+            if key is not None and ident is not None:
+                if index is None:
+                    index = {}
+                    for w_, _ in decorated:
+                        with contextlib.suppress(TypeError):
+                            index.setdefault(w_[0], w_[1])
+                with contextlib.suppress(TypeError):
+                    pos = index.get(ident, pos)
+            return pos
+
+        return decorated, list(range(len(rows))), to_key
 
     def _projector(
         self, q: CollectionQuery, value_of: Callable[[dict[str, Any], str], Any] | None = None
@@ -643,22 +701,6 @@ class CollectionRuntime:
 
 def _plain(v: Any) -> Any:
     return None if v is MISSING else plain(v)
-
-
-def _wire(raw: list[Any], has_key: bool) -> list[Any]:
-    """Cursor keyset as sent: sort values, then the key value (if any) — the position index
-    only when there is no key."""
-    vals = raw[:-1] if has_key else raw
-    return [_plain(v) for v in vals]
-
-
-def _cursor_raw(wire: list[Any], has_key: bool, after: bool) -> list[Any]:
-    """Inverse of :func:`_wire` for comparisons. In memory every record also carries its
-    position as a last tie-breaker; with a (unique) key the cursor stands just past that
-    record when continuing after it and just before it when paging back."""
-    if not has_key:
-        return list(wire)
-    return [*wire, float("inf") if after else float("-inf")]
 
 
 # ---- wrapping an operation -----------------------------------------------------------------

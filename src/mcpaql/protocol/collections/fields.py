@@ -233,7 +233,7 @@ def fields_schema(selector: FieldSelector) -> dict[str, Any]:
     return {
         "anyOf": [
             {"type": "string", "enum": selector.preset_names},
-            {"type": "array", "items": {"type": "string", "pattern": SELECTABLE_PATTERN}},
+            {"type": "array", "items": {"type": "string", "pattern": SELECTABLE_PATTERN}, "minItems": 1, "maxItems": 200},
         ]
     }
 
