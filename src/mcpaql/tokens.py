@@ -21,9 +21,15 @@ MODEL_VISIBLE_FIELDS = ("name", "title", "description", "inputSchema", "outputSc
 
 @lru_cache(maxsize=4)
 def _encoding(name: str = ENCODING) -> Any:
+    import warnings
+
     import bpe_openai
 
-    return bpe_openai.get_encoding(name)
+    with warnings.catch_warnings():  # bpe_openai loads its data with a deprecated importlib API
+        warnings.simplefilter("ignore", DeprecationWarning)
+        enc = bpe_openai.get_encoding(name)
+        enc.encode_ordinary("warm up")  # the data is loaded lazily, on first use
+        return enc
 
 
 def count_text(text: str, encoding: str = ENCODING) -> int:

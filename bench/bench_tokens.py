@@ -1,0 +1,123 @@
+"""Token bench: discrete MCP tool lists vs the wrapped MCP-AQL surface (o200k_base, offline).
+
+For each captured surface (GitHub-89 = github-mcp-all, GitHub-44 = github-mcp-default,
+Playwright-25) it prints, side by side in one run:
+
+* tools/list tokens: discrete vs wrapped in each mode (semantic, single, all), and whether
+  every operation is still named in the wrapped descriptions;
+* introspection detail tokens vs the original tool definition, per operation (max ratio;
+  against the model view and against the definition as sent, icons included);
+* the context consumed before the first real ``create_pull_request`` call: the listing plus
+  the discovery call it needs (request + response) when wrapped.
+
+Targets (issue #6): semantic ≤ 1,100 for GitHub-89, single ≤ 800, detail never larger.
+``python bench/bench_tokens.py [--json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcpaql import tokens
+from mcpaql.adapters.upstream.wrap import build_registry
+from mcpaql.config import Config
+from mcpaql.protocol.context import Context
+from mcpaql.protocol.dispatch import Engine
+from mcpaql.protocol.envelope import success
+from mcpaql.protocol.session import Session
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "surfaces"
+SURFACES = {"GitHub-89": ("github-mcp-all", "github"), "GitHub-44": ("github-mcp-default", "github"),
+            "Playwright-25": ("playwright-mcp", "playwright")}
+TARGETS = {("GitHub-89", "semantic"): 1100, ("GitHub-89", "single"): 800}
+
+
+def load(fixture: str) -> list[dict[str, Any]]:
+    data = json.loads((FIXTURES / f"{fixture}.tools-list.json").read_text())
+    return data["tools"] if isinstance(data, dict) else data
+
+
+async def _never(tool: str, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    raise RuntimeError("the token bench never calls tools")
+
+
+def engine(tools: list[dict[str, Any]], adapter: str, mode: str) -> Engine:
+    reg = build_registry(adapter, {adapter: tools}, lambda up: _never)
+    return Engine(reg, Config(mode=mode))
+
+
+def measure(label: str) -> dict[str, Any]:
+    fixture, adapter = SURFACES[label]
+    tools = load(fixture)
+    out: dict[str, Any] = {"tools": len(tools), "discrete": tokens.count_tools(tools),
+                           "discrete_as_sent": tokens.count_json(tools)}
+    for mode in ("semantic", "single", "all"):
+        eng = engine(tools, adapter, mode)
+        desc = " ".join(t.description for t in eng.tools)
+        named = all(op.name in desc for op in eng.operations)
+        out[mode] = {"tokens": tokens.count_tools(eng.tools), "tools": len(eng.tools), "names_every_operation": named}
+    eng = engine(tools, adapter, "semantic")
+    ratios, ratios_sent = [], []
+    for t in tools:
+        op = eng.registry.get(next(o.name for o in eng.operations if o.origin == t["name"]))
+        detail = eng.introspector.run("operations", op.name, "s")
+        d = tokens.count_json(detail)
+        ratios.append((d / tokens.count_tool(t), op.name, d, tokens.count_tool(t)))
+        ratios_sent.append(d / tokens.count_json(t))
+    ratios.sort(reverse=True)
+    out["detail"] = {
+        "max_ratio_vs_model_view": round(ratios[0][0], 3),
+        "worst": [{"op": n, "detail": d, "original": o} for _, n, d, o in ratios[:3]],
+        "ops_larger_than_model_view": sum(1 for r in ratios if r[0] > 1),
+        "sum_detail_over_sum_original": round(sum(r[2] for r in ratios) / sum(r[3] for r in ratios), 3),
+        "max_ratio_vs_definition_as_sent": round(max(ratios_sent), 3),
+    }
+    if any(t["name"] == "create_pull_request" for t in tools):
+        req = {"operation": "introspect", "params": {"query": "operations", "name": "create_pull_request"}}
+        resp = success(eng.introspector.run("operations", "create_pull_request", "s"))
+        discovery = tokens.count_json(req) + tokens.count_json(resp)
+        out["before_first_create_pull_request"] = {
+            "discrete": out["discrete"],
+            "semantic": out["semantic"]["tokens"] + discovery,
+            "single": out["single"]["tokens"] + discovery,
+            "discovery_call": discovery,
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="MCP-AQL token bench (o200k_base)")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    results = {label: measure(label) for label in SURFACES}
+    Context(session=Session())  # the bench runs no requests; keeps imports honest for ruff
+    if a.json:
+        print(json.dumps(results, indent=2))
+    else:
+        for label, r in results.items():
+            print(f"== {label}: {r['tools']} tools, discrete tools/list {r['discrete']} tokens "
+                  f"({r['discrete_as_sent']} as sent, icons included)")
+            for mode in ("semantic", "single", "all"):
+                m = r[mode]
+                target = TARGETS.get((label, mode))
+                verdict = "" if target is None else f"  target ≤ {target}: {'OK' if m['tokens'] <= target else 'FAIL'}"
+                print(f"   {mode:8} {m['tokens']:6} tokens in {m['tools']} tools  "
+                      f"({r['discrete'] / m['tokens']:.1f}x smaller; names every op: {m['names_every_operation']}){verdict}")
+            det = r["detail"]
+            print(f"   detail/original: max {det['max_ratio_vs_model_view']} (ops > 1: {det['ops_larger_than_model_view']}; "
+                  f"sum ratio {det['sum_detail_over_sum_original']}; vs as-sent max {det['max_ratio_vs_definition_as_sent']})"
+                  f"  worst: {det['worst']}")
+            if "before_first_create_pull_request" in r:
+                b = r["before_first_create_pull_request"]
+                print(f"   before first create_pull_request: discrete {b['discrete']}, semantic {b['semantic']}, "
+                      f"single {b['single']} (discovery call {b['discovery_call']})")
+    failed = [k for k, t in TARGETS.items() if results[k[0]][k[1]]["tokens"] > t]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,320 @@
+"""Load an adapter-schema file (JSON, YAML, or the canonical Markdown + YAML front matter) into
+a :class:`Registry` and run it (``mcpaql serve adapter.json``).
+
+Two kinds of ``maps_to`` are executed:
+
+* ``MCP tools/call <tool>``: the operation forwards to an upstream MCP server reached through
+  ``target.base_url`` (an ``http(s)://`` URL for streamable HTTP, or a ``stdio:`` URI holding
+  the command line). The reviewed name, category, description and danger level come from the
+  file; the full nested parameter shapes come from the live ``tools/list`` (the adapter schema
+  can only hold flat parameters).
+* ``METHOD /path/{placeholder}`` (ELEM §7.4): an HTTP call to ``base_url`` + path; placeholders
+  are substituted from parameters, the remaining ones go to the query string (GET, DELETE) or
+  the JSON body. Status codes map to error codes per REQ-ERR-007.
+
+Credentials are never read from the file: ``auth.token_env`` / ``auth.key_env`` name
+environment variables (REQ-ADPT-017).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from ...config import Config
+from ...protocol.categories import Category
+from ...protocol.dispatch import Engine
+from ...protocol.errors import MCPAQLError
+from ...protocol.operations import NO_DEFAULT, OperationSpec, ParamSpec, TypeRef
+from ...protocol.registry import NAME_RE, Registry, SchemaError
+from ..upstream.classify import Classification
+from ..upstream.ops import CTX_PARAM, CallFn, spec_from_tool, upstream_error
+from ..upstream.runtime import Upstream, UpstreamSpec
+from .bundle import argv_from_stdio_url
+
+log = logging.getLogger("mcpaql.adapter_schema")
+_MCP_RE = re.compile(r"^MCP\s+tools/call\s+(\S+)$")
+_HTTP_RE = re.compile(r"^(GET|POST|PUT|PATCH|DELETE)\s+(/\S*)$")
+_TOP_KEYS = {"name", "type", "version", "description", "target", "operations", "auth", "trust", "rate_limits"}
+_OP_KEYS = {"name", "maps_to", "description", "params", "response", "pagination", "supports_fields", "danger_level",
+            "requires_confirmation", "non_idempotent"}
+_PARAM_KEYS = {"type", "required", "description", "default", "enum", "minimum", "maximum", "pattern", "format"}
+
+
+def parse_adapter_file(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise SchemaError("SCHEMA_MISSING_FIELD", f"cannot read adapter file '{p.name}': {e.strerror}") from None
+    try:
+        if p.suffix == ".json":
+            data = json.loads(text)
+        elif text.startswith("---"):
+            m = re.match(r"^---[ \t]*\n(.*?)\n---[ \t]*(\n|$)", text, re.S)  # front matter ends at a bare '---'
+            data = yaml.safe_load(m.group(1) if m else text)
+        else:
+            data = yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as e:
+        raise SchemaError("SCHEMA_INVALID_TYPE", f"adapter file '{p.name}' is not valid JSON/YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise SchemaError("SCHEMA_INVALID_TYPE", f"adapter file '{p.name}' must hold a mapping")
+    return data
+
+
+def _need(cond: bool, code: str, path: str, message: str) -> None:
+    if not cond:
+        raise SchemaError(code, f"{path}: {message}")
+
+
+def check_adapter_schema(data: dict[str, Any]) -> None:
+    """The closed structure of adapter-schema.schema.json, with field paths in the errors (GEN §2.2)."""
+    for k in ("name", "type", "version", "description", "target", "operations"):
+        _need(k in data, "SCHEMA_MISSING_FIELD", k, "is required")
+    extra = set(data) - _TOP_KEYS
+    _need(not extra, "SCHEMA_INVALID_TYPE", ", ".join(sorted(extra)), "unknown top-level key(s)")
+    _need(isinstance(data["name"], str) and re.fullmatch(r"[a-z][a-z0-9-]*", data["name"]) is not None,
+          "SCHEMA_INVALID_NAME", "name", "must match ^[a-z][a-z0-9-]*$")
+    _need(data["type"] == "adapter", "SCHEMA_INVALID_TYPE", "type", "must be 'adapter'")
+    _need(isinstance(data["version"], str) and re.fullmatch(r"\d+\.\d+\.\d+(-[a-z0-9.]+)?", data["version"]) is not None,
+          "SCHEMA_INVALID_TYPE", "version", "must be SemVer, e.g. '1.0.0'")
+    t = data["target"]
+    _need(isinstance(t, dict), "SCHEMA_INVALID_TYPE", "target", "must be an object")
+    for k in ("base_url", "transport", "protocol", "serialization"):
+        _need(k in t, "SCHEMA_MISSING_FIELD", f"target.{k}", "is required")
+    ops = data["operations"]
+    _need(isinstance(ops, dict), "SCHEMA_INVALID_TYPE", "operations", "must be an object")
+    seen: set[str] = set()
+    for group, items in ops.items():
+        _need(group in ("create", "read", "update", "delete", "execute"), "SCHEMA_INVALID_TYPE", f"operations.{group}",
+              "must be one of create, read, update, delete, execute")
+        _need(isinstance(items, list), "SCHEMA_INVALID_TYPE", f"operations.{group}", "must be an array")
+        for i, op in enumerate(items):
+            where = f"operations.{group}[{i}]"
+            _need(isinstance(op, dict), "SCHEMA_INVALID_TYPE", where, "must be an object")
+            for k in ("name", "maps_to"):
+                _need(k in op, "SCHEMA_MISSING_FIELD", f"{where}.{k}", "is required")
+            _need(not set(op) - _OP_KEYS, "SCHEMA_INVALID_TYPE", where, f"unknown key(s) {sorted(set(op) - _OP_KEYS)}")
+            _need(bool(NAME_RE.match(str(op["name"]))), "SCHEMA_INVALID_NAME", f"{where}.name", "must be snake_case")
+            _need(op["name"] not in seen, "SCHEMA_DUPLICATE_NAME", f"{where}.name", f"'{op['name']}' is defined twice")
+            seen.add(op["name"])
+            m = _HTTP_RE.match(str(op["maps_to"]))
+            _need(m is not None or _MCP_RE.match(str(op["maps_to"])) is not None, "SCHEMA_INVALID_TYPE",
+                  f"{where}.maps_to", "must be 'METHOD /path' or 'MCP tools/call <tool>'")
+            params = op.get("params") or {}
+            for pname, pd in params.items():
+                _need(isinstance(pd, dict) and "type" in pd, "SCHEMA_MISSING_FIELD", f"{where}.params.{pname}.type",
+                      "is required")
+                _need(not set(pd) - _PARAM_KEYS, "SCHEMA_INVALID_TYPE", f"{where}.params.{pname}",
+                      f"unknown key(s) {sorted(set(pd) - _PARAM_KEYS)}")
+            if m:
+                for ph in re.findall(r"{([^}]+)}", m.group(2)):
+                    _need(ph in params, "SCHEMA_UNRESOLVED_REF", f"{where}.maps_to", f"placeholder '{{{ph}}}' has no param")
+
+
+@dataclass
+class AdapterSchema:
+    data: dict[str, Any]
+    path: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.data["name"])
+
+    def operations(self) -> list[tuple[Category, dict[str, Any]]]:
+        return [(Category(g.upper()), op) for g, items in self.data["operations"].items() for op in items]
+
+    @property
+    def needs_mcp(self) -> bool:
+        return any(_MCP_RE.match(str(op["maps_to"])) for _, op in self.operations())
+
+    def upstream_spec(self, name: str | None = None) -> UpstreamSpec:
+        """The MCP upstream ``target.base_url`` points at (headers from ``auth``, by env reference)."""
+        url = str(self.data["target"]["base_url"])
+        up = name or re.sub(r"[^a-z0-9_-]", "_", self.name)
+        if url.startswith("stdio:"):
+            return UpstreamSpec.from_argv(argv_from_stdio_url(url), name=up)
+        return UpstreamSpec.from_url(url, name=up, headers=self._headers(env_refs=True) or None)
+
+    def _headers(self, env_refs: bool = False) -> dict[str, str]:
+        auth = self.data.get("auth") or {}
+        kind = auth.get("type", "none")
+        if kind == "bearer" and auth.get("token_env"):
+            val = f"${{{auth['token_env']}}}" if env_refs else os.environ.get(auth["token_env"], "")
+            return {auth.get("header", "Authorization"): f"{auth.get('prefix', 'Bearer ')}{val}"}
+        if kind == "api_key" and (auth.get("key_env") or auth.get("token_env")):
+            env = auth.get("key_env") or auth.get("token_env")
+            val = f"${{{env}}}" if env_refs else os.environ.get(env, "")
+            return {auth.get("header_name") or auth.get("header") or "X-API-Key": f"{auth.get('prefix', '')}{val}"}
+        return {}
+
+    def registry(self, mcp_call: CallFn | None = None, live_tools: list[dict[str, Any]] | None = None,
+                 http: httpx.AsyncClient | None = None) -> Registry:
+        reg = Registry(self.name, version=str(self.data["version"]), description=str(self.data["description"]),
+                       open_world=True)
+        by_name = {str(t["name"]): t for t in live_tools or []}
+        for cat, op in self.operations():
+            m = _MCP_RE.match(str(op["maps_to"]))
+            if m:
+                if mcp_call is None:
+                    raise SchemaError("SCHEMA_UNRESOLVED_REF", f"operation '{op['name']}' needs an MCP upstream")
+                reg.add(self._mcp_spec(cat, op, m.group(1), by_name.get(m.group(1)), mcp_call))
+            else:
+                reg.add(self._http_spec(cat, op, http))
+        return reg
+
+    def _flat_params(self, op: dict[str, Any]) -> list[ParamSpec]:
+        out = []
+        for pname, pd in (op.get("params") or {}).items():
+            schema = {k: v for k, v in pd.items() if k not in ("required", "default", "description")}
+            out.append(ParamSpec(pname, schema, required=bool(pd.get("required")), description=pd.get("description"),
+                                 default=pd.get("default", NO_DEFAULT)))
+        return out
+
+    def _mcp_spec(self, cat: Category, op: dict[str, Any], tool: str, live: dict[str, Any] | None, call: CallFn
+                  ) -> OperationSpec:
+        danger = str(op.get("danger_level", "reversible"))
+        c = Classification(cat, "high", danger, ("adapter schema",), source="manual_override")
+        base = live or {"name": tool, "description": op.get("description"), "inputSchema": {}}
+        spec = spec_from_tool(base, call, name=str(op["name"]), classification=c)
+        if live is None:
+            spec = replace(spec, params=tuple(replace(p, map_to=None) for p in self._flat_params(op)))
+        return replace(spec, description=str(op.get("description") or spec.description),
+                       dangerous=danger in ("dangerous", "forbidden") or bool(op.get("requires_confirmation")),
+                       extensions={**spec.extensions, "maps_to": op["maps_to"],
+                                   "requires_confirmation": bool(op.get("requires_confirmation"))})
+
+    def _http_spec(self, cat: Category, op: dict[str, Any], http: httpx.AsyncClient | None) -> OperationSpec:
+        m = _HTTP_RE.match(str(op["maps_to"]))
+        assert m is not None
+        method, path = m.group(1), m.group(2)
+        base = str(self.data["target"]["base_url"]).rstrip("/")
+        placeholders = set(re.findall(r"{([^}]+)}", path))
+        headers = self._headers()
+        name = str(op["name"])
+
+        async def handler(**kwargs: Any) -> Any:
+            kwargs.pop(CTX_PARAM, None)
+            url = base + re.sub(r"{([^}]+)}", lambda mm: urllib.parse.quote(str(kwargs[mm.group(1)]), safe=""), path)
+            rest = {k: v for k, v in kwargs.items() if k not in placeholders}
+            client = http or httpx.AsyncClient(timeout=30)
+            try:
+                if method in ("GET", "DELETE"):
+                    resp = await client.request(method, url, params=rest or None, headers=headers)
+                else:
+                    resp = await client.request(method, url, json=rest, headers=headers)
+            except httpx.HTTPError as e:
+                raise MCPAQLError("INTERNAL_ERROR", f"Internal error: 'request to the target API failed ({type(e).__name__})'",
+                                  {"operation": name}) from None
+            finally:
+                if http is None:
+                    await client.aclose()
+            if resp.status_code >= 400:
+                raise upstream_error(f"HTTP {resp.status_code}: {resp.text[:400]}", tool=name, status=resp.status_code)
+            if not resp.content:
+                return None
+            try:
+                return resp.json()
+            except ValueError:
+                return resp.text
+
+        danger = str(op.get("danger_level", "reversible"))
+        return OperationSpec(
+            name=name, category=cat, description=str(op.get("description") or name.replace("_", " ")), handler=handler,
+            params=tuple(self._flat_params(op)), returns=TypeRef("Response", "object"), danger_level=danger,
+            dangerous=danger in ("dangerous", "forbidden") or bool(op.get("requires_confirmation")),
+            context_param=CTX_PARAM, is_async=True, origin=op["maps_to"],
+            extensions={"maps_to": op["maps_to"], "requires_confirmation": bool(op.get("requires_confirmation"))},
+        )
+
+
+_SECRET_KEYS = re.compile(r"(token|secret|password|passwd|api_?key|key)$", re.I)
+
+
+def schema_warnings(data: dict[str, Any]) -> list[str]:
+    """Things a runtime SHOULD warn about: embedded credentials (REQ-ADPT-017) and a plain-HTTP
+    ``base_url`` that is not local (REQ-ADPT-008)."""
+    out = []
+    for k, v in (data.get("auth") or {}).items():
+        if _SECRET_KEYS.search(k) and not k.endswith("_env") and isinstance(v, str) and v:
+            out.append(f"auth.{k} looks like an embedded credential: reference an environment variable "
+                       f"({k}_env) instead")
+    url = str(data.get("target", {}).get("base_url", ""))
+    host = urllib.parse.urlsplit(url).hostname or ""
+    if url.startswith("http://") and host not in ("localhost", "127.0.0.1", "::1"):
+        out.append(f"target.base_url '{url}' is plain HTTP; use HTTPS outside local development")
+    return out
+
+
+def load_adapter_schema(path: str | Path) -> AdapterSchema:
+    """Parse and check an adapter-schema file (raises :class:`SchemaError` with a field path)."""
+    data = parse_adapter_file(path)
+    check_adapter_schema(data)
+    for w in schema_warnings(data):
+        log.warning("%s: %s", Path(path).name, w)
+    return AdapterSchema(data, Path(path))
+
+
+class AdapterRuntime:
+    """``async with serve_adapter("adapter.json") as rt: rt.engine`` — connects the MCP upstream
+    when the schema needs one and builds the engine."""
+
+    def __init__(self, schema: AdapterSchema, config: Config | None = None, upstream: UpstreamSpec | None = None,
+                 engine_kwargs: dict[str, Any] | None = None) -> None:
+        self.schema = schema
+        self.config = config
+        self.upstream_spec = upstream
+        self.engine_kwargs = engine_kwargs or {}
+        self.upstream: Upstream | None = None
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._engine: Engine | None = None
+        self._http: httpx.AsyncClient | None = None
+
+    async def __aenter__(self) -> AdapterRuntime:
+        self._stack = contextlib.AsyncExitStack()
+        try:
+            self._http = await self._stack.enter_async_context(httpx.AsyncClient(timeout=30))
+            if self.schema.needs_mcp:
+                spec = self.upstream_spec or self.schema.upstream_spec()
+                self.upstream = await self._stack.enter_async_context(Upstream(spec, on_tools_changed=self._changed))
+            self._engine = self._build()
+        except BaseException:
+            await self._stack.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self._stack is not None:
+            await self._stack.aclose()
+
+    def _build(self) -> Engine:
+        up = self.upstream
+        reg = self.schema.registry(up.call if up else None, up.tools if up else None, self._http)
+        return Engine(reg, self.config, **self.engine_kwargs)
+
+    async def _changed(self, _up: Upstream) -> None:
+        self._engine = self._build()
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            raise RuntimeError("use 'async with serve_adapter(...)'")
+        return self._engine
+
+    def engine_factory(self) -> Callable[[], Engine]:
+        return lambda: self.engine
+
+
+def serve_adapter(path: str | Path, **kw: Any) -> AdapterRuntime:
+    return AdapterRuntime(load_adapter_schema(path), **kw)

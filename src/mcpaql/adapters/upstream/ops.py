@@ -1,0 +1,258 @@
+"""From an upstream MCP tool to an :class:`OperationSpec`, and from its result to envelope data.
+
+* Names: the operation is the tool name in snake_case (``get-tiny-image`` → ``get_tiny_image``);
+  the tool name is kept as ``origin``. Parameters are snake_case too, with ``map_to`` set to
+  the upstream spelling, so every call is forwarded under the names the upstream expects.
+* Schemas: each parameter keeps its full upstream schema (``$ref``s inlined by
+  :func:`~mcpaql.protocol.schema.resolve`, nested shapes named for ``introspect types``).
+  Descriptions are the upstream ones, verbatim; nothing else (icons, provenance) is added,
+  so an operation's introspection detail stays no larger than the tool definition it replaces.
+* Results (:func:`result_data`): one text block → the text; structured content whose text
+  blocks only repeat it → the structured object; anything else → the MCP content blocks as
+  they came (images, audio, resources, links, annotations) — lossless and without wrappers
+  added when none are needed. ``isError`` results and JSON-RPC errors become
+  :class:`MCPAQLError` codes by message inspection (REQ-ERR-007's status table).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from ...protocol.context import Context
+from ...protocol.errors import MCPAQLError
+from ...protocol.operations import NO_DEFAULT, OperationSpec, ParamSpec, TypeRef, TypeSpec
+from ...protocol.registry import NAME_RE
+from ...protocol.schema import parameter_info, pascal, resolve, walk_named
+from .classify import Classification, classify, snake_name
+
+CTX_PARAM = "_mcpaql_ctx"
+RESULT_TYPE = TypeRef("ToolResult", "object")
+
+# Calls an upstream tool: (tool name, arguments with upstream names, context) → CallToolResult
+# as a wire dict (``content``, ``structuredContent``, ``isError``, ``_meta``).
+CallFn = Callable[[str, dict[str, Any], Context], Awaitable[dict[str, Any]]]
+
+
+def param_name(original: str) -> str:
+    """``issueNumber`` / ``issue-number`` / ``$filter`` → ``issue_number`` / ``filter``."""
+    return snake_name(original)
+
+
+def _type_specs(schema: dict[str, Any]) -> list[TypeSpec]:
+    found: list[TypeSpec] = []
+
+    def visit(name: str, node: dict[str, Any]) -> None:
+        if "enum" in node:
+            found.append(TypeSpec(name, "enum", node.get("description"), tuple(str(v) for v in node["enum"])))
+            return
+        req = set(node.get("required") or [])
+        fields = tuple(parameter_info(k, v, k in req) for k, v in (node.get("properties") or {}).items())
+        found.append(TypeSpec(name, "object", node.get("description"), fields=fields))
+
+    walk_named(schema, visit)
+    return found
+
+
+def params_from_schema(op_name: str, input_schema: Mapping[str, Any] | None) -> tuple[list[ParamSpec], list[TypeSpec]]:
+    schema = dict(input_schema or {})
+    required = set(schema.get("required") or [])
+    # Resolve the whole input schema once so ``$defs`` shared between parameters are inlined.
+    resolved = resolve(schema, pascal(op_name, "input"))
+    props: dict[str, Any] = resolved.get("properties") or {}
+    params: list[ParamSpec] = []
+    types: list[TypeSpec] = []
+    used: set[str] = set()
+    for original, pschema in props.items():
+        name = param_name(original)
+        if name in used or not NAME_RE.match(name):
+            name = f"{name}_{len(used)}"
+        used.add(name)
+        if not isinstance(pschema, dict):
+            pschema = {}
+        # Top-level parameter types are named after the parameter, not the tool's input object.
+        pschema = _rename_top(pschema, pascal(op_name, original))
+        params.append(
+            ParamSpec(
+                name=name,
+                schema=pschema,
+                required=original in required,
+                map_to=original if original != name else None,
+                # A documented default is applied like any MCP-AQL default (OPS §5.4), so what
+                # introspection promises is what the upstream receives.
+                default=pschema["default"] if "default" in pschema and original not in required else NO_DEFAULT,
+                sensitive=bool(pschema.get("writeOnly")) or pschema.get("format") == "password",
+            )
+        )
+        types.extend(_type_specs(pschema))
+    return params, types
+
+
+def _rename_top(s: dict[str, Any], name: str) -> dict[str, Any]:
+    return s  # resolve() already names nested shapes by their path (Op + Input + Param …)
+
+
+def spec_from_tool(
+    tool: Mapping[str, Any],
+    call: CallFn,
+    *,
+    name: str | None = None,
+    classification: Classification | None = None,
+    upstream: str | None = None,
+) -> OperationSpec:
+    """One operation per upstream tool; the handler forwards to ``call`` (upstream ``tools/call``)."""
+    tool_name = str(tool["name"])
+    c = classification or classify(tool)
+    op_name = name or snake_name(tool_name)
+    params, types = params_from_schema(op_name, tool.get("inputSchema"))
+    description = " ".join(str(tool.get("description") or tool.get("title") or op_name.replace("_", " ")).split())
+
+    async def handler(**kwargs: Any) -> Any:
+        ctx: Context = kwargs.pop(CTX_PARAM)
+        result = await call(tool_name, kwargs, ctx)
+        return result_data(result, tool_name)
+
+    return OperationSpec(
+        name=op_name,
+        category=c.category,
+        description=description,
+        handler=handler,
+        params=tuple(params),
+        returns=RESULT_TYPE,
+        types=tuple(types),
+        danger_level=c.danger_level,
+        dangerous=c.danger_level in ("dangerous", "forbidden"),
+        context_param=CTX_PARAM,
+        is_async=True,
+        origin=tool_name,
+        extensions={
+            "upstream": upstream,
+            "classification": c.as_dict(),
+            "annotations": dict(tool.get("annotations") or {}),
+        },
+    )
+
+
+# ---- results ---------------------------------------------------------------------------------
+
+
+def _text_repeats(text: str, structured: Any) -> bool:
+    """True if a text block is just a JSON rendering of the structured content (or of its only
+    field, as servers that wrap a list in ``{"entities": [...]}`` do)."""
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return False
+    if parsed == structured:
+        return True
+    return isinstance(structured, dict) and len(structured) == 1 and parsed == next(iter(structured.values()))
+
+
+def result_data(result: Mapping[str, Any], tool: str = "") -> Any:
+    """Envelope ``data`` for a CallToolResult (wire dict); raises for ``isError`` results."""
+    content = list(result.get("content") or [])
+    if result.get("isError"):
+        raise upstream_error(_joined_text(content) or "the upstream tool reported an error", tool=tool)
+    structured = result.get("structuredContent")
+    meta = result.get("_meta")
+    if structured is not None and not meta and all(
+        b.get("type") == "text" and set(b) <= {"type", "text"} and _text_repeats(b["text"], structured) for b in content
+    ):
+        return structured
+    if structured is None and not meta and len(content) == 1 and set(content[0]) == {"type", "text"}:
+        return content[0]["text"]
+    if structured is None and not meta and not content:
+        return None
+    out: dict[str, Any] = {"content": content}
+    if structured is not None:
+        out["structuredContent"] = structured
+    if meta:
+        out["_meta"] = meta
+    return out
+
+
+def data_content(data: Any) -> tuple[list[dict[str, Any]], Any]:
+    """The inverse of :func:`result_data`: ``(content blocks, structuredContent)``.
+
+    For the structured case the text block is the upstream's own JSON rendering, which is not
+    kept; callers compare structured content instead (see the parity tests).
+    """
+    if isinstance(data, str):
+        return [{"type": "text", "text": data}], None
+    if data is None:
+        return [], None
+    if isinstance(data, dict) and isinstance(data.get("content"), list) and set(data) <= {
+        "content", "structuredContent", "_meta"
+    }:
+        return data["content"], data.get("structuredContent")
+    return [], data
+
+
+def _joined_text(content: list[Mapping[str, Any]]) -> str:
+    return "\n".join(str(b.get("text", "")) for b in content if b.get("type") == "text").strip()
+
+
+# ---- errors (REQ-ERR-007) --------------------------------------------------------------------
+
+_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\b(429|rate.?limit|too many requests|secondary rate)", re.I), "RATE_LIMIT_EXCEEDED"),
+    (re.compile(r"\b(401|403|unauthori[sz]ed|forbidden|permission denied|access denied|not permitted|EACCES|EPERM|"
+                r"outside (the )?allowed|bad credentials|requires authentication)", re.I), "PERMISSION_DENIED"),
+    (re.compile(r"\b(404|not found|no such|does not exist|doesn't exist|ENOENT|unknown (repository|issue|file))", re.I),
+     "NOT_FOUND_RESOURCE"),
+    (re.compile(r"\b(409|already exists|EEXIST|conflict)", re.I), "CONFLICT_ALREADY_EXISTS"),
+    (re.compile(r"\b(missing required|required (parameter|argument|property)|is required)", re.I),
+     "VALIDATION_MISSING_PARAM"),
+    (re.compile(r"\b(400|422|invalid|validation|must be|expected .* (got|received)|malformed|bad request)", re.I),
+     "VALIDATION_INVALID_TYPE"),
+)
+_MAX_MESSAGE = 600
+
+
+def code_for_message(message: str, status: int | None = None) -> str:
+    """REQ-ERR-007: HTTP status when known, else the message's wording; unknown → INTERNAL_ERROR."""
+    if status is not None:
+        if status in (400, 422):
+            return "VALIDATION_INVALID_TYPE"
+        if status in (401, 403):
+            return "PERMISSION_DENIED"
+        if status == 404:
+            return "NOT_FOUND_RESOURCE"
+        if status == 409:
+            return "CONFLICT_ALREADY_EXISTS"
+        if status == 429:
+            return "RATE_LIMIT_EXCEEDED"
+        if status >= 500:
+            return "INTERNAL_ERROR"
+        if 400 <= status < 500:
+            return "VALIDATION_INVALID_TYPE"
+    for pattern, code in _RULES:
+        if pattern.search(message):
+            return code
+    return "INTERNAL_ERROR"
+
+
+def _clip(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
+
+
+def upstream_error(message: str, *, tool: str = "", status: int | None = None, rpc_code: int | None = None) -> MCPAQLError:
+    """An upstream failure as an MCPAQLError. The upstream's own text is kept: it is meant for
+    the model (it names the missing file or the bad argument) and contains none of ours."""
+    code = code_for_message(message, status)
+    if rpc_code == -32602 and code == "INTERNAL_ERROR":
+        code = "VALIDATION_INVALID_TYPE"
+    if rpc_code == -32601:
+        code = "NOT_FOUND_OPERATION"
+    details: dict[str, Any] = {"upstream_tool": tool} if tool else {}
+    if rpc_code is not None:
+        details["upstream_code"] = rpc_code
+    msg = _clip(message)
+    if code == "INTERNAL_ERROR":
+        msg = f"Internal error: 'upstream tool {tool or '(unknown)'} failed: {msg}'"
+    elif tool:
+        msg = f"{tool}: {msg}"
+    return MCPAQLError(code, msg, details or None)

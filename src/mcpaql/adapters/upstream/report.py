@@ -1,0 +1,79 @@
+"""``token_report``: what a server's tools cost in context, discrete vs wrapped (o200k_base).
+
+Works offline on a saved ``tools/list`` or live on an upstream (only ``tools/list`` is read).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ... import tokens
+from ...config import Config
+from ...protocol.dispatch import Engine
+from .runtime import Upstream, UpstreamSpec
+from .wrap import build_registry
+
+MODES = ("semantic", "single", "all")
+
+
+async def _never(tool: str, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    raise RuntimeError("token reports never call tools")
+
+
+def report_for_tools(tools: list[dict[str, Any]], name: str = "upstream", config: Config | None = None,
+                     **select: Any) -> dict[str, Any]:
+    base = config or Config()
+    out: dict[str, Any] = {"adapter": name, "tools": len(tools), "encoding": tokens.ENCODING,
+                           "discrete": {"tokens": tokens.count_tools(tools), "tokens_as_sent": tokens.count_json(tools)},
+                           "wrapped": {}}
+    engines: dict[str, Engine] = {}
+    for mode in MODES:
+        reg = build_registry(name, {name: tools}, lambda up: _never, **select)
+        eng = engines[mode] = Engine(reg, base.with_(mode=mode))
+        out["wrapped"][mode] = {"tokens": tokens.count_tools(eng.tools), "tools": [t.name for t in eng.tools]}
+    eng = engines["semantic"]
+    out["operations"] = len(eng.operations)
+    by_origin = {op.origin: op for op in eng.operations if op.origin}
+    per_op = []
+    for t in tools:
+        op = by_origin.get(t["name"])
+        if op is None:
+            continue
+        d = tokens.count_json(eng.introspector.run("operations", op.name, "s"))
+        per_op.append({"operation": op.name, "tool": t["name"], "category": op.category.value,
+                       "tool_tokens": tokens.count_tool(t), "detail_tokens": d})
+    out["per_operation"] = per_op
+    if per_op:
+        out["detail_max_ratio"] = round(max(p["detail_tokens"] / max(p["tool_tokens"], 1) for p in per_op), 3)
+    d = out["discrete"]["tokens"]
+    out["savings"] = {m: round(1 - out["wrapped"][m]["tokens"] / d, 3) if d else 0.0 for m in MODES}
+    return out
+
+
+def token_report(target: UpstreamSpec | str | Path | list[dict[str, Any]] | Mapping[str, Any], *,
+                 name: str | None = None, **kw: Any) -> dict[str, Any]:
+    """A fixture path, a tools/list (list or ``{"tools": …}``) or a live upstream → token report."""
+    if isinstance(target, UpstreamSpec):
+        import anyio
+
+        async def fetch() -> list[dict[str, Any]]:
+            async with Upstream(target) as up:
+                return list(up.tools)
+
+        return report_for_tools(anyio.run(fetch), name or target.name, **kw)
+    if isinstance(target, str | Path):
+        p = Path(target)
+        data = json.loads(p.read_text(encoding="utf-8"))
+        default = p.name.removesuffix(".json").removesuffix(".tools-list").replace(".", "-").lower()
+        return report_for_tools(tokens.tools_of(data), name or _safe(default), **kw)
+    return report_for_tools(tokens.tools_of(target), name or "upstream", **kw)
+
+
+def _safe(name: str) -> str:
+    import re
+
+    s = re.sub(r"[^a-z0-9_-]+", "-", name).strip("-_")
+    return s if s and s[0].isalpha() else "u" + s

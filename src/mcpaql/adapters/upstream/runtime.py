@@ -1,0 +1,325 @@
+"""Connections to upstream MCP servers: stdio (command + args) or HTTP (streamable HTTP, with
+a fallback to the legacy SSE transport for older servers).
+
+An :class:`Upstream` is an async context manager that owns one supervisor task. The
+supervisor keeps a client session open, reconnects (with back-off) when the upstream crashes
+or the connection drops, and refreshes the tool list on ``notifications/tools/list_changed``.
+While it is reconnecting, calls fail at once with a clear, retryable error instead of hanging.
+Upstream progress notifications are forwarded to the caller's :class:`Context`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import shlex
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from ...protocol.context import Context
+from ...protocol.errors import MCPAQLError
+from .ops import upstream_error
+
+log = logging.getLogger("mcpaql.upstream")
+
+_CONNECTION_ERRORS = (
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+    anyio.EndOfStream,
+    ConnectionError,
+    OSError,
+)
+
+
+@dataclass(frozen=True)
+class UpstreamSpec:
+    """How to reach one upstream. Exactly one of ``command`` or ``url`` is set.
+
+    ``headers`` values may reference the environment as ``${VAR}`` so specs (and the files they
+    are saved in) never hold secrets; they are expanded at connect time.
+    """
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] | None = None
+    transport: str = "auto"  # stdio | streamable_http | sse | auto
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    connect_timeout: float = 60.0
+    call_timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("an upstream needs either a command or a url")
+        if not re.fullmatch(r"[a-z][a-z0-9_-]*", self.name):
+            raise ValueError(f"upstream name '{self.name}' must be lowercase letters, digits, '-' or '_'")
+
+    @classmethod
+    def from_argv(cls, argv: list[str] | tuple[str, ...], name: str | None = None, **kw: Any) -> UpstreamSpec:
+        if not argv:
+            raise ValueError("empty upstream command")
+        return cls(name=name or derive_name(argv), command=argv[0], args=tuple(argv[1:]), transport="stdio", **kw)
+
+    @classmethod
+    def from_url(cls, url: str, name: str | None = None, headers: dict[str, str] | None = None, **kw: Any) -> UpstreamSpec:
+        return cls(name=name or derive_name([url]), url=url, headers=headers, **kw)
+
+    @classmethod
+    def parse(cls, text: str, **kw: Any) -> UpstreamSpec:
+        """``[name=]target`` where target is a URL or a shell command line (for CLI flags)."""
+        m = re.match(r"^([a-z][a-z0-9_-]*)=(.*)$", text.strip(), re.S)
+        name, target = (m.group(1), m.group(2)) if m else (None, text.strip())
+        if re.match(r"^https?://", target):
+            return cls.from_url(target, name=name, **kw)
+        return cls.from_argv(shlex.split(target), name=name, **kw)
+
+    @property
+    def kind(self) -> str:
+        if self.command is not None:
+            return "stdio"
+        return self.transport if self.transport in ("streamable_http", "sse") else "auto"
+
+    def describe(self) -> str:
+        if self.command is not None:
+            return shlex.join([self.command, *self.args])
+        return str(self.url)
+
+
+def derive_name(argv: list[str] | tuple[str, ...]) -> str:
+    """``npx -y @modelcontextprotocol/server-memory`` → ``memory``; ``uvx mcp-server-git`` → ``git``."""
+    if len(argv) == 1 and re.match(r"^https?://", argv[0]):
+        host = re.sub(r"^https?://", "", argv[0]).split("/")[0].split(":")[0]
+        base = host.split(".")[-2] if host.count(".") >= 1 else host
+    else:
+        cands = [a for a in argv if not a.startswith("-")]
+        runners = {"npx", "uvx", "uv", "pipx", "node", "python", "python3", "bunx", "deno", "run", "docker"}
+        pkg = next((a for a in cands if os.path.basename(a) not in runners), cands[0] if cands else "upstream")
+        base = pkg.rsplit("/", 1)[-1].split("@")[0]
+        base = re.sub(r"\.(js|py|mjs|ts)$", "", base)
+    base = re.sub(r"^(mcp[-_]server[-_]|server[-_]|mcp[-_])", "", base.lower())
+    base = re.sub(r"([-_]mcp([-_]server)?|[-_]server)$", "", base)
+    base = re.sub(r"[^a-z0-9_-]+", "-", base).strip("-_") or "upstream"
+    return base if base[0].isalpha() else "u" + base
+
+
+def _why(e: BaseException) -> str:
+    """The innermost message of an exception (task groups wrap transport errors in groups)."""
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        e = e.exceptions[0]
+    return f"{type(e).__name__}: {e}"
+
+
+def _expand(value: str) -> str:
+    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ.get(m.group(1), ""), value)
+
+
+ToolsChanged = Callable[["Upstream"], Awaitable[None]]
+
+
+@dataclass(eq=False)
+class Upstream:
+    """A supervised client session to one upstream server."""
+
+    spec: UpstreamSpec
+    on_tools_changed: ToolsChanged | None = None
+    max_backoff: float = 5.0
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    server_info: dict[str, Any] = field(default_factory=dict)
+    protocol_version: str | None = None
+    transport_used: str | None = None
+    restarts: int = 0
+    state: str = "new"  # new | connecting | ready | restarting | closed
+    last_error: str | None = None
+
+    def __post_init__(self) -> None:
+        self._client: Client | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._ready = anyio.Event()
+        self._broken = anyio.Event()
+        self._stop = anyio.Event()
+        self._first_error: BaseException | None = None
+        self._sse_fallback = False
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Upstream:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._supervise)
+        with anyio.move_on_after(self.spec.connect_timeout):
+            await self._ready.wait()
+        if self.state != "ready":
+            err = self._first_error
+            await self.aclose()
+            raise ConnectionError(
+                f"could not connect to upstream '{self.name}' ({self.spec.describe()}): "
+                f"{_why(err) if err is not None else 'timed out'}"
+            )
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._tg is None:
+            return
+        self.state = "closed"
+        self._stop.set()
+        self._broken.set()
+        tg, self._tg = self._tg, None
+        tg.cancel_scope.cancel()
+        with contextlib.suppress(Exception):
+            await tg.__aexit__(None, None, None)
+
+    def _transport(self) -> Any:
+        s = self.spec
+        if s.command is not None:
+            env = {**os.environ, **(s.env or {})} if s.env else None
+            self.transport_used = "stdio"
+            return StdioServerParameters(command=s.command, args=list(s.args), env=env, cwd=s.cwd)
+        headers: dict[str, str] = {}
+        for k, v in (s.headers or {}).items():
+            missing = [n for n in re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", v) if not os.environ.get(n)]
+            if missing:  # never send "Bearer " with an empty token
+                log.warning("upstream %s: header %s not sent: environment variable(s) %s unset", self.name, k, missing)
+                continue
+            headers[k] = _expand(v).strip()
+        if s.transport == "sse" or self._sse_fallback:
+            self.transport_used = "sse"
+            return sse_client(str(s.url), headers=headers or None)
+        self.transport_used = "streamable_http"
+        return streamable_http_client(str(s.url), http_client=create_mcp_http_client(headers=headers or None))
+
+    async def _supervise(self) -> None:
+        backoff = 0.2
+        while not self._stop.is_set():
+            self.state = "connecting" if not self._ready.is_set() else "restarting"
+            try:
+                async with Client(
+                    self._transport(),
+                    mode="legacy",
+                    message_handler=self._on_message,
+                    read_timeout_seconds=self.spec.call_timeout,
+                    cache=None,
+                ) as client:
+                    self._client = client
+                    self.protocol_version = client.protocol_version
+                    info = client.server_info
+                    self.server_info = info.model_dump(exclude_none=True) if info is not None else {}
+                    self.tools = await self._list_tools(client)
+                    self._broken = anyio.Event()
+                    self.state = "ready"
+                    self.last_error = None
+                    backoff = 0.2
+                    self._ready.set()
+                    await self._broken.wait()
+            except Exception as e:  # the supervisor must survive anything the transport throws
+                self.last_error = _why(e)
+                log.warning("upstream %s: connection failed: %s", self.name, self.last_error)
+                if not self._ready.is_set():
+                    if self.spec.kind == "auto" and not self._sse_fallback:
+                        self._sse_fallback = True  # older servers speak only the SSE transport
+                        self._first_error = e
+                        continue
+                    if self._sse_fallback and self._first_error is not None:
+                        e = ConnectionError(f"streamable HTTP: {_why(self._first_error)}; SSE fallback: {_why(e)}")
+                    self._first_error = e
+                    self._ready.set()
+                    return
+            finally:
+                self._client = None
+            if self._stop.is_set():
+                return
+            self.state = "restarting"
+            self.restarts += 1
+            await anyio.sleep(backoff)
+            backoff = min(backoff * 2, self.max_backoff)
+
+    async def _list_tools(self, client: Client) -> list[dict[str, Any]]:
+        tools: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while True:
+            res = await client.list_tools(cursor=cursor) if cursor else await client.list_tools()
+            tools.extend(t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in res.tools)
+            cursor = res.next_cursor
+            if not cursor:
+                return tools
+
+    async def _on_message(self, msg: Any) -> None:
+        if isinstance(msg, types.ToolListChangedNotification) and self._tg is not None:
+            self._tg.start_soon(self.refresh)
+        elif isinstance(msg, Exception):
+            log.warning("upstream %s: transport error: %s", self.name, msg)
+
+    async def refresh(self) -> None:
+        """Re-read the tool list (on ``tools/list_changed``) and tell the owner."""
+        client = self._client
+        if client is None:
+            return
+        try:
+            self.tools = await self._list_tools(client)
+        except Exception as e:
+            log.warning("upstream %s: tools/list after list_changed failed: %s", self.name, e)
+            return
+        if self.on_tools_changed is not None:
+            await self.on_tools_changed(self)
+
+    def mark_broken(self) -> None:
+        """Force a reconnect (used when a call finds the connection dead)."""
+        if self.state != "closed":
+            self.state = "restarting"
+        self._broken.set()
+
+    # ---- calls ----------------------------------------------------------------------------
+
+    def _unavailable(self, tool: str) -> MCPAQLError:
+        return MCPAQLError(
+            "INTERNAL_ERROR",
+            f"Internal error: 'upstream {self.name} is unavailable ({self.state}); it is being restarted, retry shortly'",
+            {"upstream": self.name, "upstream_tool": tool, "retryable": True},
+        )
+
+    async def call(self, tool: str, arguments: dict[str, Any], ctx: Context | None = None) -> dict[str, Any]:
+        """``tools/call`` on the upstream; the result as a wire dict (isError results included)."""
+        client = self._client
+        if client is None or self.state != "ready":
+            raise self._unavailable(tool)
+        progress = None
+        if ctx is not None and ctx.wants_progress:
+
+            async def progress(p: float, total: float | None, message: str | None) -> None:
+                await ctx.report_progress(p, total, message)
+
+        try:
+            result = await client.call_tool(tool, arguments, progress_callback=progress)
+        except MCPError as e:
+            if e.code == types.CONNECTION_CLOSED:
+                self.mark_broken()
+                raise self._unavailable(tool) from None
+            data = e.error.data
+            msg = e.error.message + (f" ({data})" if isinstance(data, str) and data else "")
+            raise upstream_error(msg, tool=tool, rpc_code=e.code) from None
+        except _CONNECTION_ERRORS:
+            self.mark_broken()
+            raise self._unavailable(tool) from None
+        except (RuntimeError, ValueError) as e:  # client-side checks, e.g. structured output vs outputSchema
+            raise upstream_error(f"invalid result from the upstream: {e}", tool=tool) from None
+        return result.model_dump(by_alias=True, exclude_none=True, mode="json")

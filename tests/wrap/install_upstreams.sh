@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install the real upstream MCP servers the wrap tests and benches talk to (idempotent).
+#   npm:  @modelcontextprotocol/server-{everything,filesystem,memory} → .cache-upstreams/node_modules/.bin
+#   PyPI: mcp-server-git, mcp-server-time                            → the project venv (.venv/bin)
+# Needs node ≥ 18 + npm, git, and the project venv. Override the npm dir with MCPAQL_UPSTREAMS_DIR.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+DIR="${MCPAQL_UPSTREAMS_DIR:-$ROOT/.cache-upstreams}"
+PY="${PYTHON:-$ROOT/.venv/bin/python}"
+NPM_PKGS=(@modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31
+          @modelcontextprotocol/server-memory@2026.8.31)
+mkdir -p "$DIR"
+if [ ! -x "$DIR/node_modules/.bin/mcp-server-memory" ] || [ ! -x "$DIR/node_modules/.bin/mcp-server-everything" ] \
+   || [ ! -x "$DIR/node_modules/.bin/mcp-server-filesystem" ]; then
+  [ -f "$DIR/package.json" ] || echo '{"name":"mcpaql-upstreams","private":true,"version":"0.0.0"}' > "$DIR/package.json"
+  (cd "$DIR" && npm install --no-audit --no-fund --loglevel=error "${NPM_PKGS[@]}")
+fi
+if ! "$PY" -c "import mcp_server_git, mcp_server_time" 2>/dev/null; then
+  "$PY" -m pip install -q "mcp-server-git==2026.10.19" "mcp-server-time==2026.10.19"
+fi
