@@ -11,6 +11,7 @@ import logging
 import os
 import shlex
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
@@ -88,6 +89,9 @@ def serve(
 
     cfg = _config(mode, prefix, tool_pattern, bare, config, enumerate_operations or None, allow)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if target and target.endswith((".json", ".yaml", ".yml", ".md")):
+        _serve_schema_file(target, cfg, transport, host, port, stateless)
+        return
     try:
         engine = load_engine(target, cfg, demo_db=db)
     except (TargetError, ConfigError) as e:
@@ -102,6 +106,210 @@ def serve(
         serve_http(engine, host=host, port=port, stateless=stateless)
     else:
         _fail("transport must be stdio or http")
+
+
+def _run_holder(holder_cm: Any, transport: str, host: str, port: int, stateless: bool) -> None:
+    """Serve an async-context engine holder (wrapped upstreams, adapter-schema runtimes) with the
+    MCP server in the same event loop as its upstream connections."""
+    from .mcp.transports import configure_logging, http_app, serve_stdio, uvicorn_log_config
+
+    async def main() -> None:
+        async with holder_cm as holder:
+            if transport == "stdio":
+                await serve_stdio(holder)
+                return
+            import uvicorn
+
+            configure_logging()
+            app_ = http_app(holder, stateless=stateless, host=host)
+            err.print(f"serving on http://{host}:{port}/mcp" + (" (stateless)" if stateless else ""))
+            await uvicorn.Server(uvicorn.Config(app_, host=host, port=port, log_config=uvicorn_log_config(),
+                                                log_level="warning")).serve()
+
+    if transport not in ("stdio", "http"):
+        _fail("transport must be stdio or http")
+    try:
+        anyio.run(main)
+    except (ConnectionError, ValueError) as e:
+        _fail(str(e))
+
+
+def _serve_schema_file(path: str, cfg: Config, transport: str, host: str, port: int, stateless: bool) -> None:
+    from .adapters.schema import serve_adapter
+    from .protocol.registry import SchemaError
+
+    try:
+        runtime = serve_adapter(path, config=cfg)
+    except (SchemaError, OSError, ValueError) as e:
+        _fail(f"cannot load adapter schema '{path}': {e}")
+        return
+    _run_holder(runtime, transport, host, port, stateless)
+
+
+def _upstreams(extra: list[str], url: str | None, headers: list[str], upstream: list[str], name: str | None) -> list[Any]:
+    from .adapters.upstream import UpstreamSpec
+
+    hdrs: dict[str, str] = {}
+    for h in headers:
+        k, sep, v = h.partition("=")
+        if not sep or not k.strip():
+            _fail(f"--header must be K=V, got '{h}'")
+        hdrs[k.strip()] = v
+    specs = []
+    try:
+        if extra:
+            specs.append(UpstreamSpec.from_argv(extra, name=name))
+        if url:
+            specs.append(UpstreamSpec.from_url(url, name=name, headers=hdrs or None))
+        specs.extend(UpstreamSpec.parse(u) for u in upstream)
+    except ValueError as e:
+        _fail(str(e))
+    if not specs:
+        _fail("give an upstream: '-- command args…', --url URL, or --upstream name=TARGET (repeatable)")
+    return specs
+
+
+@app.command(context_settings=EXTRA)
+def wrap(
+    ctx: typer.Context,
+    url: Annotated[str | None, typer.Option(help="Upstream streamable HTTP (or SSE) URL")] = None,
+    header: Annotated[list[str], typer.Option(help="Upstream HTTP header K=V; values may use ${ENV}")] = [],  # noqa: B006
+    upstream: Annotated[list[str], typer.Option(help="name=URL or name=command line; repeat to combine servers")] = [],  # noqa: B006
+    name: Annotated[str | None, typer.Option(help="Adapter name (default: derived from the upstream)")] = None,
+    display_name: Annotated[str | None, typer.Option(help="Display name used in tool titles")] = None,
+    read_only: Annotated[bool, typer.Option(help="Expose READ operations only")] = False,
+    include: Annotated[list[str], typer.Option(help="Glob of tools/operations to expose (repeatable)")] = [],  # noqa: B006
+    exclude: Annotated[list[str], typer.Option(help="Glob of tools/operations to hide (repeatable)")] = [],  # noqa: B006
+    overrides: Annotated[str | None, typer.Option(help="Overrides YAML (classification fixes)")] = None,
+    mode: Annotated[str | None, typer.Option(help="semantic | single | all")] = None,
+    transport: Annotated[str, typer.Option(help="stdio | http")] = "stdio",
+    host: Annotated[str, typer.Option(help="HTTP bind address")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="HTTP port")] = 8000,
+    stateless: Annotated[bool, typer.Option(help="Stateless streamable HTTP")] = False,
+    prefix: Annotated[str | None, typer.Option(help="Tool name prefix (env MCP_AQL_TOOL_PREFIX)")] = None,
+    tool_pattern: Annotated[str | None, typer.Option(help="Tool name pattern")] = None,
+    bare: Annotated[bool, typer.Option(help="Spec names mcp_aql_{endpoint} / mcp_aql")] = False,
+    config: Annotated[str | None, typer.Option(help="Config file (YAML/JSON)")] = None,
+) -> None:
+    """Serve an existing MCP server (or several) through MCP-AQL: mcpaql wrap -- npx -y @modelcontextprotocol/server-memory"""
+    from .adapters.upstream import wrap as do_wrap
+
+    specs = _upstreams(list(ctx.args), url, header, upstream, name if not upstream else None)
+    cfg = _config(mode, prefix, tool_pattern, bare, config)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    kw: dict[str, Any] = {"config": cfg, "read_only": read_only, "include": include, "exclude": exclude}
+    if name:
+        kw["name"] = name
+    if display_name:
+        kw["display_name"] = display_name
+    if overrides:
+        from .adapters.schema.build import load_overrides
+
+        kw["overrides"] = (load_overrides(overrides).get("operations") or {})
+    _run_holder(do_wrap(specs, **kw), transport, host, port, stateless)
+
+
+@app.command(context_settings=EXTRA)
+def capture(
+    ctx: typer.Context,
+    out: Annotated[str, typer.Option(help="Where to write the discovery bundle (JSON)")] = "discovery-bundle.json",
+    url: Annotated[str | None, typer.Option(help="Upstream URL (streamable HTTP / SSE)")] = None,
+    header: Annotated[list[str], typer.Option(help="Upstream HTTP header K=V; values may use ${ENV}")] = [],  # noqa: B006
+    fixture: Annotated[str | None, typer.Option(help="A saved tools/list JSON instead of a live server")] = None,
+    name: Annotated[str | None, typer.Option(help="Adapter name")] = None,
+) -> None:
+    """Write a discovery bundle (spec format) from a live MCP server or a saved tools/list."""
+    from .adapters.schema import capture as do_capture
+
+    if fixture:
+        bundle = do_capture(Path(fixture), out, name=name)
+    else:
+        spec = _upstreams(list(ctx.args), url, header, [], name)[0]
+        try:
+            bundle = do_capture(spec, out)
+        except ConnectionError as e:
+            _fail(str(e))
+            return
+    n = len((bundle.get("raw_capture") or {}).get("tools", []))
+    err.print(f"wrote {out}: {n} tools from {bundle['source'].get('name', '?')}")
+
+
+schema_app = typer.Typer(help="Adapter schema files: build them from discovery bundles.", no_args_is_help=True)
+app.add_typer(schema_app, name="schema")
+
+
+@schema_app.command("build")
+def schema_build(
+    bundle: Annotated[str, typer.Argument(help="Discovery bundle from 'mcpaql capture'")],
+    out: Annotated[str, typer.Option(help="Adapter schema to write (.json, .yaml or .md)")] = "adapter.json",
+    overrides: Annotated[str | None, typer.Option(help="Overrides YAML: fix categories, names, danger levels")] = None,
+    report: Annotated[str | None, typer.Option(help="Also write the build report (Markdown)")] = None,
+) -> None:
+    """Turn a discovery bundle (plus overrides) into an adapter schema and a build report."""
+    from .adapters.schema import build_schema, format_report, write_schema
+
+    try:
+        data = json.loads(Path(bundle).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        _fail(f"cannot read bundle '{bundle}': {e}")
+        return
+    schema, rep = build_schema(data, overrides)
+    write_schema(schema, out)
+    text = format_report(rep)
+    if report:
+        Path(report).write_text(text, encoding="utf-8")
+    out_console = Console(stderr=True)
+    out_console.print(text)
+    out_console.print(f"wrote {out}")
+
+
+@app.command(context_settings=EXTRA)
+def tokens(
+    ctx: typer.Context,
+    server: Annotated[str | None, typer.Argument(help="URL, or use '-- command args…'")] = None,
+    fixture: Annotated[str | None, typer.Option(help="A saved tools/list JSON instead of a live server")] = None,
+    header: Annotated[list[str], typer.Option(help="Upstream HTTP header K=V")] = [],  # noqa: B006
+    operation: Annotated[str | None, typer.Option(help="Also show this operation's detail vs its tool definition")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+) -> None:
+    """o200k tokens of a server's discrete tools/list versus its wrapped MCP-AQL surface per mode."""
+    from .adapters.upstream import token_report
+
+    if fixture:
+        rep = token_report(Path(fixture))
+    else:
+        target = _server_target(server, ctx.args)
+        url = target if isinstance(target, str) else None
+        spec = _upstreams([] if url else list(target), url, header, [], None)[0]
+        try:
+            rep = token_report(spec)
+        except ConnectionError as e:
+            _fail(str(e))
+            return
+    if as_json:
+        print(json.dumps(rep, ensure_ascii=False, indent=2))
+        return
+    d = rep["discrete"]["tokens"]
+    t = Table(title=f"{rep['adapter']}: {rep['tools']} tools, {rep['encoding']} tokens")
+    t.add_column("surface")
+    t.add_column("tools", justify="right")
+    t.add_column("tokens", justify="right")
+    t.add_column("vs discrete", justify="right")
+    t.add_row("discrete tools/list", str(rep["tools"]), f"{d:,}", "1.00x")
+    for m, w in rep["wrapped"].items():
+        t.add_row(f"mcpaql {m}", str(len(w["tools"])), f"{w['tokens']:,}", f"{w['tokens'] / max(d, 1):.2f}x")
+    out.print(t)
+    per = rep.get("per_operation", [])
+    if per:
+        worst = max(per, key=lambda p: p["detail_tokens"] / max(p["tool_tokens"], 1))
+        out.print(f"introspection detail vs original tool definition: max {rep.get('detail_max_ratio')}x "
+                  f"({worst['operation']}: {worst['detail_tokens']} vs {worst['tool_tokens']})")
+    if operation:
+        row = next((p for p in per if operation in (p["operation"], p["tool"])), None)
+        if row is None:
+            _fail(f"no operation '{operation}'")
+        else:
+            out.print(f"{row['operation']}: detail {row['detail_tokens']} tokens vs tool definition {row['tool_tokens']}")
 
 
 def _print_json(obj: Any) -> None:

@@ -9,9 +9,11 @@ no traceback, path or class name ever reaches the client.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Mapping
-from typing import Any
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
 
 import anyio
 import mcp_types as types
@@ -55,23 +57,70 @@ def _result(text: str, is_error: bool) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
 
 
-def build_server(engine: Engine, *, transport: str = "mcp", session: Session | None = None) -> Server[Any]:
-    """A low-level SDK ``Server`` serving ``engine``.
+@runtime_checkable
+class EngineHolder(Protocol):
+    """An engine that can be rebuilt while serving (a wrapped upstream whose tools changed):
+    ``engine`` is read per request and ``on_change`` registers a callback for rebuilds."""
+
+    @property
+    def engine(self) -> Engine: ...
+
+    def on_change(self, listener: Callable[[Engine], Any]) -> None: ...
+
+
+def current_engine(source: Engine | EngineHolder) -> Engine:
+    return source if isinstance(source, Engine) else source.engine
+
+
+def build_server(source: Engine | EngineHolder, *, transport: str = "mcp", session: Session | None = None) -> Server[Any]:
+    """A low-level SDK ``Server`` serving ``source`` (an engine, or a holder that may rebuild it).
 
     ``session`` pins one mcpaql session to the whole server run (stdio, where the process is
     the connection); otherwise sessions follow the SDK's connections (see ``sessions``).
+    When the holder rebuilds its engine, every client seen so far gets
+    ``notifications/tools/list_changed`` and the next ``tools/list`` shows the new surface.
     """
+    engine = current_engine(source)
     registry = engine.registry
-    tools = [to_mcp_tool(t) for t in engine.tools]
-    schemas: dict[str, Mapping[str, Any]] = {t.name: t.input_schema for t in engine.tools}
+    surface: dict[str, Any] = {}
+
+    def tools_of(e: Engine) -> tuple[list[types.Tool], dict[str, Mapping[str, Any]]]:
+        if surface.get("engine") is not e:  # converted once per engine, not per request
+            surface.update(engine=e, tools=[to_mcp_tool(t) for t in e.tools],
+                           schemas={t.name: t.input_schema for t in e.tools})
+        return surface["tools"], surface["schemas"]
+
     binder = SessionBinder(engine, transport=transport, pinned=session)
+    listeners: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    async def notify_changed(_new: Engine) -> None:
+        for peer in list(listeners):
+            try:
+                await peer.send_tool_list_changed()
+            except Exception:  # a client that went away must not break the others
+                log.debug("could not send tools/list_changed", exc_info=True)
+
+    if isinstance(source, EngineHolder) and not isinstance(source, Engine):
+        source.on_change(notify_changed)
+
+    def remember(ctx: ServerRequestContext[Any]) -> None:
+        # ctx.session is a per-request proxy (gone after the request); the connection behind it
+        # lives as long as the client, so that is what a later list_changed is sent on. SDK 2.3
+        # exposes it only privately; without it no notification is sent (clients re-list anyway).
+        peer = getattr(getattr(ctx, "session", None), "_connection", None)
+        if peer is not None and hasattr(peer, "send_tool_list_changed"):
+            with contextlib.suppress(TypeError):  # not weak-referenceable: no notifications for it
+                listeners.add(peer)
 
     async def on_list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
+        remember(ctx)
+        return types.ListToolsResult(tools=tools_of(current_engine(source))[0])
 
     async def on_call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         owned: Session | None = None
+        engine = current_engine(source)
         try:
+            remember(ctx)
             session, is_owned = binder.session_for(ctx)
             if is_owned:
                 owned = session
@@ -96,5 +145,5 @@ def build_server(engine: Engine, *, transport: str = "mcp", session: Session | N
         instructions=INSTRUCTIONS,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
-        get_tool_input_schema=schemas.get,
+        get_tool_input_schema=lambda name: tools_of(current_engine(source))[1].get(name),
     )

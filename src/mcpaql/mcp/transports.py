@@ -13,11 +13,12 @@ import sys
 from typing import Any
 
 import anyio
+from mcp.server.lowlevel import NotificationOptions
 from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
 from ..protocol.dispatch import Engine
-from .server import build_server
+from .server import EngineHolder, build_server, current_engine
 
 log = logging.getLogger("mcpaql.mcp.transports")
 
@@ -31,17 +32,18 @@ def configure_logging(level: int = logging.WARNING) -> None:
         logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-async def serve_stdio(engine: Engine) -> None:
+async def serve_stdio(engine: Engine | EngineHolder) -> None:
     """Serve one client over this process's stdin/stdout until it closes stdin."""
     configure_logging()
-    session = engine.new_session("stdio")
+    session = current_engine(engine).new_session("stdio")
     server = build_server(engine, transport="stdio", session=session)
     sys.stdout.flush()  # anything buffered before we own the pipe must not land mid-stream
     try:
         async with stdio_server() as (read_stream, write_stream):
             try:
                 with contextlib.redirect_stdout(sys.stderr):  # stray print() in handlers goes to stderr
-                    await server.run(read_stream, write_stream, server.create_initialization_options())
+                    options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+                    await server.run(read_stream, write_stream, options)
             finally:
                 sys.stdout.flush()  # fd 1 is still diverted to stderr here; after exit it is the wire
     finally:
@@ -54,7 +56,7 @@ def run_stdio(engine: Engine) -> None:
     anyio.run(serve_stdio, engine)
 
 
-def http_app(engine: Engine, *, stateless: bool = False, path: str = "/mcp", host: str = "127.0.0.1") -> Starlette:
+def http_app(engine: Engine | EngineHolder, *, stateless: bool = False, path: str = "/mcp", host: str = "127.0.0.1") -> Starlette:
     """A Starlette app serving ``engine`` over streamable HTTP at ``path``.
 
     Stateful mode keeps one mcpaql session per ``Mcp-Session-Id``; stateless mode (and every

@@ -17,7 +17,7 @@ async def serve_wrapped_stdio(upstreams: Iterable[UpstreamSpec] | UpstreamSpec, 
     from ...mcp.transports import serve_stdio
 
     async with wrap(upstreams, **wrap_kw) as w:
-        await serve_stdio(w.engine)
+        await serve_stdio(w)
 
 
 async def serve_wrapped_http(
@@ -30,6 +30,6 @@ async def serve_wrapped_http(
 
     configure_logging()
     async with wrap(upstreams, **wrap_kw) as w:
-        app = http_app(w.engine, stateless=stateless, path=path, host=host)
+        app = http_app(w, stateless=stateless, path=path, host=host)
         config = uvicorn.Config(app, host=host, port=port, log_config=uvicorn_log_config(log_level), log_level=log_level)
         await uvicorn.Server(config).serve()
