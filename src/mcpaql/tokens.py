@@ -68,7 +68,6 @@ def tooldef_json(t: Any) -> dict[str, Any]:
     """A :class:`mcpaql.protocol.surface.ToolDef` as the JSON tools/list would carry it."""
     return {
         "name": t.name,
-        "title": t.title,
         "description": t.description,
         "inputSchema": t.input_schema,
         "annotations": t.annotations,

@@ -31,7 +31,7 @@ def test_inspector_cli_over_stdio() -> None:
     listed = inspector(PY, APP, "stdio", "--method", "tools/list")
     read = next(t for t in listed["tools"] if t["name"] == f"{ADAPTER}_mcpaql_read")
     assert read["annotations"]["readOnlyHint"] is True
-    assert read["title"] == "Display — Read"
+    assert read["annotations"]["title"] == "Display — Read"
 
     called = inspector(
         PY, APP, "stdio", "--method", "tools/call", "--tool-name", f"{ADAPTER}_mcpaql_read",

@@ -64,7 +64,7 @@ def test_tool_names_titles_and_annotations(listing: Listing) -> None:
     for endpoint in ENDPOINTS:
         tool = by_name[f"{ADAPTER}_mcpaql_{endpoint}"]
         title = f"Display — {endpoint.title()}"
-        assert tool["title"] == title
+        assert "title" not in tool  # display name travels in annotations.title (seed 003)
         ann = tool["annotations"]
         assert ann["title"] == title
         assert (ann["readOnlyHint"], ann["destructiveHint"], ann["idempotentHint"]) == HINTS[endpoint]
@@ -86,7 +86,6 @@ def test_input_schema_base_shape(listing: Listing) -> None:
         assert schema["required"] == ["operation"]
         assert schema["properties"]["operation"]["type"] == "string"
         assert schema["properties"]["params"]["type"] == "object"
-        assert schema["properties"]["params"]["additionalProperties"] is True
 
 
 def test_server_identity_and_instructions(listing: Listing) -> None:

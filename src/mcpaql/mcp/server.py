@@ -40,7 +40,8 @@ def to_mcp_tool(tool: ToolDef) -> types.Tool:
     a = tool.annotations
     return types.Tool(
         name=tool.name,
-        title=tool.title,
+        # No top-level title: clients fall back to annotations.title (MCP display precedence),
+        # which seed 003 requires anyway; sending both costs tokens in every conversation.
         description=tool.description,
         input_schema=tool.input_schema,
         annotations=types.ToolAnnotations(

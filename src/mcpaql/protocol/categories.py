@@ -53,32 +53,11 @@ class EndpointFamily:
 
 # The standard CRUDE profile (MCPI §2.1.1 templates; CRUDE §3).
 CRUDE_FAMILIES: dict[str, EndpointFamily] = {
-    "create": EndpointFamily(
-        "create",
-        "Additive operations that create new data.",
-        "These operations add new data without removing or overwriting existing content.",
-    ),
-    "read": EndpointFamily(
-        "read",
-        "Safe, read-only operations.",
-        "These queries only read data and never modify server state.",
-    ),
-    "update": EndpointFamily(
-        "update",
-        "Modifying operations that overwrite data.",
-        "These operations modify existing data, potentially overwriting previous values.",
-    ),
-    "delete": EndpointFamily(
-        "delete",
-        "Destructive operations that remove data.",
-        "These operations remove data. Use with caution.",
-    ),
-    "execute": EndpointFamily(
-        "execute",
-        "Execution lifecycle operations.",
-        "These operations manage runtime execution state. "
-        "IMPORTANT: Execute operations are potentially destructive and non-idempotent.",
-    ),
+    "create": EndpointFamily("create", "Additive operations that create new data."),
+    "read": EndpointFamily("read", "Safe, read-only operations."),
+    "update": EndpointFamily("update", "Modifying operations that overwrite existing data."),
+    "delete": EndpointFamily("delete", "Destructive operations that remove data."),
+    "execute": EndpointFamily("execute", "Runtime operations; non-idempotent and potentially destructive."),
 }
 
 CRUDE_ENDPOINT_FOR: dict[Category, str] = {c: c.value.lower() for c in Category}

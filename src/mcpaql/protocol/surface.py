@@ -46,7 +46,11 @@ def tool_name(config: Config, adapter: str, family: str | None) -> str:
 
 
 def _compact(obj: Any) -> str:
-    return json.dumps(obj, separators=(", ", ": "), ensure_ascii=False)
+    # No spaces: tool descriptions are paid for in tokens by every conversation.
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+LIST_ALL = _compact({"operation": "introspect", "params": {"query": "operations"}})
 
 
 def _placeholder(schema: dict[str, Any], name: str) -> Any:
@@ -81,45 +85,45 @@ def _annotations(title: str, ops: list[OperationSpec], open_world: bool) -> dict
 
 
 def _input_schema(ops: list[OperationSpec], config: Config) -> dict[str, Any]:
-    op_prop: dict[str, Any] = {"type": "string", "description": "Operation name to execute"}
+    # The base schema of MCPI §3.1 / REQ-MCP-010; property descriptions are left out because the
+    # tool description already says what to send, and every token here is paid per conversation.
+    op_prop: dict[str, Any] = {"type": "string"}
     if config.enumerate_operations:
         op_prop["enum"] = [op.name for op in ops]
     return {
         "type": "object",
         "properties": {
             "operation": op_prop,
-            "params": {"type": "object", "description": "Operation parameters", "additionalProperties": True},
+            "params": {"type": "object"},
         },
         "required": ["operation"],
     }
 
 
-def _family_description(registry: Registry, family: str, ops: list[OperationSpec]) -> str:
+def _family_description(registry: Registry, family: str, ops: list[OperationSpec], introspect_tool: str) -> str:
+    """MCPI §2.1.1's template, one line per element (blank lines and the separate safety note
+    cost tokens in every conversation; the note is folded into the purpose sentence)."""
     fam = registry.families[family]
     names = ", ".join(op.name for op in ops)
     # The template's [example_op] is free: show the one with the shortest quick-start call,
     # which keeps large families (wrapped servers with dozens of operations) compact.
     example_op = min((op for op in ops if op.name != "introspect"), key=lambda op: len(_example_line(op)), default=ops[0])
     crude = family in CRUDE_FAMILIES and registry.profile == "crude"
-    parts = [fam.purpose]
+    lines = [f"{fam.purpose} {fam.note}".strip()]
     if not crude:
         cats = []
         for op in ops:
             if op.category.value not in cats:
                 cats.append(op.category.value)
-        parts.append("Primary semantic categories: " + ", ".join(cats))
-    parts.append("Supported operations: " + names)
-    if fam.note:
-        parts.append(fam.note)
-    parts.append("Quick start example:\n" + _example_line(example_op))
+        lines.append("Primary semantic categories: " + ", ".join(cats))
+    lines.append("Supported operations: " + names)
+    lines.append("Example: " + _example_line(example_op))
     if any(op.name == "introspect" for op in ops):
-        parts.append('Discover all operations and parameters:\n{"operation": "introspect", "params": {"query": "operations"}}')
+        lines.append("Discover operations and parameters: " + LIST_ALL)
     else:
-        parts.append(
-            "Discover required parameters:\n"
-            + _compact({"operation": "introspect", "params": {"query": "operations", "name": example_op.name}})
-        )
-    return "\n\n".join(parts)
+        # introspect is a READ operation: it must be sent to the tool that carries it.
+        lines.append(f'Parameters: introspect {{query:"operations",name}} on {introspect_tool}')
+    return "\n".join(lines)
 
 
 def _single_description(registry: Registry, ops: list[OperationSpec]) -> str:
@@ -134,7 +138,7 @@ def _single_description(registry: Registry, ops: list[OperationSpec]) -> str:
         if names:
             cat_lines.append(f"- {cat.value.title()}: {', '.join(names)}")
     lines.append("\n".join(cat_lines))
-    lines.append('Quick start:\n{"operation": "introspect", "params": {"query": "operations"}}')
+    lines.append("Quick start: " + LIST_ALL)
     lines.append("Use introspection to discover all available operations and their parameters.")
     return "\n\n".join(lines)
 
@@ -144,6 +148,7 @@ def build_surface(registry: Registry, config: Config, ops: list[OperationSpec]) 
     open_world = registry.open_world if config.open_world is None else config.open_world
     display = registry.display_name or registry.adapter
     tools: list[ToolDef] = []
+    introspect_tool = tool_name(config, registry.adapter, registry.default_introspect_family())
     if config.mode in ("semantic", "all"):
         for family in registry.families:
             fops = [op for op in ops if op.family == family]
@@ -154,7 +159,7 @@ def build_surface(registry: Registry, config: Config, ops: list[OperationSpec]) 
                 ToolDef(
                     name=tool_name(config, registry.adapter, family),
                     title=title,
-                    description=_family_description(registry, family, fops),
+                    description=_family_description(registry, family, fops, introspect_tool),
                     input_schema=_input_schema(fops, config),
                     annotations=_annotations(title, fops, open_world),
                     family=family,
