@@ -1,0 +1,173 @@
+"""The local approval page: a human-only display channel (CORE §8.8.6 "security dashboard").
+
+A small Starlette app bound to 127.0.0.1 that lists pending challenges *with their codes*
+and hard-blocked agents with an admin "Unblock" (and per-challenge "Approve") button. It
+reads the store directly, so it shows challenges created by any process sharing the store.
+
+Access needs the admin key (``?key=…`` once, then an HttpOnly cookie); forms carry it as a
+CSRF token. The key is printed only to the operator (``url``), never put in an MCP response.
+This page is the one place outside the store where codes exist; it must not be exposed to
+the agent (do not give the agent a browser or HTTP tool for this address).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import html
+import secrets
+import time
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from ..store.base import NS_BLOCK
+from .loop import SafetyLoop
+from .verification import Challenges
+
+_CSS = """body{font:15px system-ui,sans-serif;margin:2em;max-width:70em;color:#222}
+table{border-collapse:collapse;width:100%;margin-bottom:2em}td,th{border:1px solid #ccc;padding:.4em;text-align:left}
+.code{font:bold 18px ui-monospace,monospace;letter-spacing:.05em;background:#ffe;padding:.2em .4em}
+.kind-danger_zone{color:#b00}.empty{color:#777}button{padding:.3em .8em}"""
+
+
+class ApprovalPage:
+    def __init__(self, challenges: Challenges, loop: SafetyLoop | None = None, *, host: str = "127.0.0.1",
+                 port: int = 0, admin_key: str | None = None) -> None:
+        if host not in ("127.0.0.1", "::1", "localhost"):
+            raise ValueError("the approval page binds to loopback only")
+        self.challenges = challenges
+        self.loop = loop
+        self.host = host
+        self.port = port
+        self.key = admin_key or secrets.token_urlsafe(24)
+        self._server: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self.app = Starlette(routes=[
+            Route("/", self.index, methods=["GET"]),
+            Route("/api/state", self.state, methods=["GET"]),
+            Route("/unblock", self.unblock, methods=["POST"]),
+            Route("/approve", self.approve, methods=["POST"]),
+        ])
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/?key={self.key}"
+
+    def _authorized(self, request: Request, form_key: str | None = None) -> bool:
+        given = form_key or request.query_params.get("key") or request.cookies.get("mcpaql_admin") or ""
+        return hmac.compare_digest(given.encode(), self.key.encode())
+
+    def _deny(self) -> Response:
+        return HTMLResponse("<h1>403</h1><p>Open the URL printed for the operator.</p>", status_code=403)
+
+    async def _data(self) -> dict[str, Any]:
+        pending = await self.challenges.pending(with_codes=True)
+        blocks = await self.challenges.store.scan(NS_BLOCK)
+        return {
+            "challenges": [
+                {"id": c["id"], "agent": c["agent"], "kind": c["kind"], "action": c.get("action", ""),
+                 "reason": c.get("reason", ""), "expires_at": c.get("expires_iso"), "code": c["code"],
+                 "expires_in": max(0, int(c.get("expires_at", 0) - time.time()))}
+                for c in pending
+            ],
+            "blocked_agents": [
+                {"agent": b["agent"], "reason": b.get("reason"), "action": b.get("action"),
+                 "blocked_at": b.get("blocked_at"), "challenge_id": b.get("challenge_id")}
+                for b in sorted(blocks, key=lambda b: b.get("blocked_at", ""))
+            ],
+        }
+
+    async def state(self, request: Request) -> Response:
+        if not self._authorized(request):
+            return JSONResponse({"error": "forbidden"}, status_code=403)
+        return JSONResponse(await self._data(), headers={"Cache-Control": "no-store"})
+
+    async def index(self, request: Request) -> Response:
+        if not self._authorized(request):
+            return self._deny()
+        d = await self._data()
+        e = html.escape
+        key = e(self.key)
+        rows = "".join(
+            f"<tr class='kind-{e(c['kind'])}' data-challenge='{e(c['id'])}'><td>{e(c['agent'])}</td><td>{e(c['kind'])}</td>"
+            f"<td>{e(c['action'])}</td><td>{e(c['reason'])}</td><td><span class='code'>{e(c['code'])}</span></td>"
+            f"<td>{c['expires_in']} s</td><td><code>{e(c['id'])}</code></td><td><form method='post' action='/approve'>"
+            f"<input type='hidden' name='key' value='{key}'><input type='hidden' name='challenge_id' "
+            f"value='{e(c['id'])}'><button>Approve</button></form></td></tr>"
+            for c in d["challenges"]
+        ) or "<tr><td colspan='8' class='empty'>No pending challenges</td></tr>"
+        blocked = "".join(
+            f"<tr data-agent='{e(b['agent'])}'><td>{e(b['agent'])}</td><td>{e(str(b['reason']))}</td>"
+            f"<td>{e(str(b['action']))}</td><td>{e(str(b['blocked_at']))}</td><td><form method='post' action='/unblock'>"
+            f"<input type='hidden' name='key' value='{key}'><input type='hidden' name='agent' value='{e(b['agent'])}'>"
+            f"<button>Unblock</button></form></td></tr>"
+            for b in d["blocked_agents"]
+        ) or "<tr><td colspan='5' class='empty'>No blocked agents</td></tr>"
+        body = (
+            "<!doctype html><html><head><meta charset='utf-8'><meta http-equiv='refresh' content='5'>"
+            f"<title>mcpaql approvals</title><style>{_CSS}</style></head><body>"
+            "<h1>mcpaql — human approvals</h1><p>Codes on this page are for the human operator only. "
+            "Read a code to the agent's operator channel, or approve here.</p>"
+            "<h2>Pending challenges</h2><table id='challenges'><tr><th>Agent</th><th>Kind</th><th>Action</th>"
+            "<th>Reason</th><th>Code</th><th>Expires</th><th>Challenge id</th><th></th></tr>"
+            f"{rows}</table><h2>Blocked agents</h2><table id='blocked'><tr><th>Agent</th><th>Reason</th>"
+            f"<th>Action</th><th>Blocked at</th><th></th></tr>{blocked}</table></body></html>"
+        )
+        resp = HTMLResponse(body, headers={"Cache-Control": "no-store", "X-Frame-Options": "DENY",
+                                           "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+                                                                      "form-action 'self'"})
+        resp.set_cookie("mcpaql_admin", self.key, httponly=True, samesite="strict")
+        return resp
+
+    async def _form(self, request: Request) -> dict[str, str] | None:
+        form = await request.form()
+        data = {k: str(v) for k, v in form.items()}
+        if not self._authorized(request, data.get("key")) or not data.get("key"):
+            return None  # POSTs need the key in the form (CSRF), not just the cookie
+        return data
+
+    async def unblock(self, request: Request) -> Response:
+        data = await self._form(request)
+        if data is None or self.loop is None:
+            return self._deny()
+        await self.loop.admin_unblock(data.get("agent", ""), by="approval page")
+        return RedirectResponse("/", status_code=303)
+
+    async def approve(self, request: Request) -> Response:
+        data = await self._form(request)
+        if data is None or self.loop is None:
+            return self._deny()
+        await self.loop.admin_approve(data.get("challenge_id", ""), by="approval page")
+        return RedirectResponse("/", status_code=303)
+
+    # ---- serving -------------------------------------------------------------------------------
+
+    async def start(self) -> str:
+        """Serve in the background on the running loop; return the operator URL."""
+        import socket
+
+        import uvicorn
+
+        sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        while not self._server.started:
+            if self._task.done():
+                self._task.result()
+            await asyncio.sleep(0.01)
+        return self.url
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._task is not None:
+            await self._task
+        self._server = self._task = None

@@ -1,0 +1,233 @@
+"""Out-of-band verification (CORE §8.8; REQ-OOB-*): challenges whose code only a human sees.
+
+A challenge has a random UUID v4 id (what the agent sees) and a code of 160 bits from
+:mod:`secrets` (what only the human sees, through a :class:`DisplayChannel`: the local
+approval page, a webhook, an OS dialog). The code is stored server-side with its SHA-256;
+it is never put in an MCP response, ``_meta``, error, audit entry or log line — records
+leave this module only through :func:`public`, which drops it.
+
+Verification is one-time: the challenge is *taken* from the store atomically on the first
+attempt, right or wrong, so a wrong guess burns it. Expired challenges count as failed.
+Failed attempts are limited per agent (10 per 60 s by default) in a store window, so the
+limit holds across restarts and across processes sharing the store; once exceeded, further
+attempts are refused with ``RATE_LIMIT_EXCEEDED`` even with the right code.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import base64
+import hashlib
+import hmac
+import logging
+import os
+import re
+import secrets
+import shutil
+import time
+import uuid
+from typing import Any
+
+from ..protocol.errors import MCPAQLError
+from ..store.base import NS_CHALLENGE, Store
+from .audit import Auditor, iso
+
+log = logging.getLogger("mcpaql.safety.verification")
+
+CODE_BYTES = 20  # 160 bits ≥ the 128 required (CORE §8.8.2)
+_SECRET_KEYS = ("code", "code_hash")
+
+
+def new_code() -> str:
+    raw = base64.b32encode(secrets.token_bytes(CODE_BYTES)).decode("ascii").rstrip("=")
+    return "-".join(raw[i : i + 4] for i in range(0, len(raw), 4))
+
+
+def normalize_code(code: str) -> str:
+    return re.sub(r"[^A-Z2-7]", "", code.upper())
+
+
+def code_hash(code: str) -> str:
+    return hashlib.sha256(normalize_code(code).encode("ascii")).hexdigest()
+
+
+def public(record: dict[str, Any]) -> dict[str, Any]:
+    """A challenge without its secret: the only form that may leave the safety layer."""
+    return {k: v for k, v in record.items() if k not in _SECRET_KEYS}
+
+
+class DisplayChannel(abc.ABC):
+    """Where a human sees a challenge's code. Must be unreachable for the AI agent."""
+
+    name = "channel"
+
+    @abc.abstractmethod
+    async def show(self, challenge: dict[str, Any]) -> None:
+        """Present ``challenge`` (which includes ``code``) to the human operator."""
+
+    async def close(self) -> None:
+        return None
+
+
+class WebhookChannel(DisplayChannel):
+    """POSTs the challenge (with its code) as JSON to an operator-controlled URL."""
+
+    name = "webhook"
+
+    def __init__(self, url: str, headers: dict[str, str] | None = None, timeout: float = 5.0) -> None:
+        import httpx
+
+        self.url = url
+        self._client = httpx.AsyncClient(timeout=timeout, headers=headers or {})
+
+    async def show(self, challenge: dict[str, Any]) -> None:
+        try:
+            r = await self._client.post(self.url, json=challenge)
+            r.raise_for_status()
+        except Exception as e:  # the code must not reach the log: name the failure only
+            log.warning("webhook display channel failed for challenge %s: %s", challenge.get("id"), type(e).__name__)
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+
+class OSDialogChannel(DisplayChannel):
+    """A desktop dialog (zenity / kdialog on Linux, osascript on macOS), where one exists."""
+
+    name = "os_dialog"
+
+    def __init__(self) -> None:
+        self.command = self.detect()
+
+    @staticmethod
+    def detect() -> list[str] | None:
+        if shutil.which("osascript"):
+            return ["osascript", "-e"]
+        if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+            if shutil.which("zenity"):
+                return ["zenity", "--info", "--title=mcpaql verification", "--text"]
+            if shutil.which("kdialog"):
+                return ["kdialog", "--title", "mcpaql verification", "--msgbox"]
+        return None
+
+    @classmethod
+    def available(cls) -> bool:
+        return cls.detect() is not None
+
+    async def show(self, challenge: dict[str, Any]) -> None:
+        if self.command is None:
+            return
+        text = (f"Agent '{challenge['agent']}' wants to: {challenge.get('action') or ''}\n"
+                f"Reason: {challenge.get('reason') or ''}\n\nVerification code: {challenge['code']}")
+        if self.command[0] == "osascript":
+            text = f'display dialog "{text.replace(chr(34), chr(39))}" with title "mcpaql verification"'
+        try:
+            await asyncio.create_subprocess_exec(*self.command, text, stdout=asyncio.subprocess.DEVNULL,
+                                                 stderr=asyncio.subprocess.DEVNULL)
+        except OSError as e:
+            log.warning("OS dialog display channel failed: %s", type(e).__name__)
+
+
+class Challenges:
+    def __init__(
+        self,
+        store: Store,
+        channels: list[DisplayChannel] | None = None,
+        *,
+        ttl_seconds: float = 300.0,
+        max_failures: int = 10,
+        failure_window_seconds: int = 60,
+        audit: Auditor | None = None,
+    ) -> None:
+        self.store = store
+        self.channels = list(channels or [])
+        self.ttl = ttl_seconds
+        self.max_failures = max_failures
+        self.window = failure_window_seconds
+        self.audit = audit or Auditor(store, "safety")
+
+    async def create(self, agent: str, kind: str, *, action: str = "", reason: str = "",
+                     **extra: Any) -> dict[str, Any]:
+        """Create and display a challenge; return its public form (no code)."""
+        code = new_code()
+        now = time.time()
+        cid = str(uuid.uuid4())
+        rec = {"id": cid, "agent": agent, "kind": kind, "action": action[:500], "reason": reason,
+               "created_at": iso(now), "expires_at": now + self.ttl, "expires_iso": iso(now + self.ttl),
+               "code": code, "code_hash": code_hash(code), **extra}
+        await self.store.put(NS_CHALLENGE, cid, rec, purge_at=now + self.ttl + 3600)
+        await self.audit("CHALLENGE_ISSUED", challenge_id=cid, agent=agent, kind=kind, outcome="success")
+        for ch in self.channels:
+            try:
+                await ch.show(dict(rec))
+            except Exception as e:
+                log.warning("display channel %s failed: %s", ch.name, type(e).__name__)
+        return public(rec)
+
+    async def get(self, cid: str) -> dict[str, Any] | None:
+        rec = await self.store.get(NS_CHALLENGE, cid)
+        return public(rec) if rec else None
+
+    async def pending(self, *, with_codes: bool = False) -> list[dict[str, Any]]:
+        """Unexpired challenges; ``with_codes`` is for the human channel only (approval page)."""
+        now = time.time()
+        out = [r for r in await self.store.scan(NS_CHALLENGE) if r.get("expires_at", 0) > now]
+        out.sort(key=lambda r: r.get("created_at", ""))
+        return out if with_codes else [public(r) for r in out]
+
+    def _fail_key(self, agent: str) -> str:
+        return f"oobfail:{agent}"
+
+    async def verify(self, cid: Any, code: Any, *, kinds: tuple[str, ...] | None = None,
+                     caller: str | None = None) -> dict[str, Any]:
+        """Check ``code`` for challenge ``cid``; return the public challenge or raise."""
+        cid = cid if isinstance(cid, str) else ""
+        peek = await self.store.get(NS_CHALLENGE, cid) if cid else None
+        agent = (peek or {}).get("agent") or caller or "unknown"
+        fails = await self.store.peek_window(self._fail_key(agent), self.window)
+        if fails.count >= self.max_failures:
+            await self.audit("VERIFICATION_RATE_LIMITED", challenge_id=cid, agent=agent, outcome="failure")
+            raise MCPAQLError(
+                "RATE_LIMIT_EXCEEDED",
+                f"Too many failed verification attempts for agent '{agent}'; try again later",
+                {"limit": self.max_failures, "remaining": 0, "window": "minute", "resets_at": iso(fails.resets_at),
+                 "retry_after_seconds": fails.retry_after(), "agent": agent},
+            )
+        if peek is not None and kinds is not None and peek.get("kind") not in kinds:
+            raise MCPAQLError(
+                "VALIDATION_INVALID_VALUE",
+                f"Challenge '{cid}' is a {peek.get('kind')} challenge; use "
+                f"{'verify_challenge' if peek.get('kind') != 'confirm' else 'confirm_operation'}",
+                {"param_name": "challenge_id", "constraint": "kind", "kind": peek.get("kind")},
+            )
+        rec = await self.store.take(NS_CHALLENGE, cid) if cid else None  # one-time use, right or wrong
+        reason = None
+        if rec is None:
+            reason = "unknown_or_used"
+        elif rec.get("expires_at", 0) < time.time():
+            reason = "expired"
+        elif not isinstance(code, str) or not hmac.compare_digest(code_hash(code), rec["code_hash"]):
+            reason = "wrong_code"
+        if reason is not None:
+            w = await self.store.incr_window(self._fail_key(agent), self.window)
+            await self.audit("VERIFICATION_FAILED", challenge_id=cid, agent=agent, outcome="failure",
+                             failure_reason=reason)
+            msg = "Verification challenge has expired" if reason == "expired" else "Verification failed"
+            raise MCPAQLError(
+                "PERMISSION_DENIED",
+                f"Permission denied: '{msg}; a new challenge is issued on the next record_execution_step'",
+                {"reason": "challenge_expired" if reason == "expired" else "verification_failed",
+                 "challenge_id": cid, "attempts_remaining": max(0, self.max_failures - w.count)},
+            )
+        assert rec is not None
+        await self.audit("VERIFICATION_SUCCEEDED", challenge_id=cid, agent=agent, kind=rec.get("kind"),
+                         outcome="success")
+        return public(rec)
+
+    async def discard(self, cid: str) -> None:
+        await self.store.delete(NS_CHALLENGE, cid)
+
+    async def close(self) -> None:
+        for ch in self.channels:
+            await ch.close()

@@ -1,0 +1,78 @@
+"""Helpers shared by the safety tests (imported as ``safety_support``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcpaql import Adapter, Config
+from mcpaql.safety import Safety, SafetyConfig, install_safety
+from mcpaql.store.base import Store
+
+
+def make_adapter(name: str = "tasks") -> Adapter:
+    app = Adapter(name)
+    deleted: list[str] = []
+
+    @app.read
+    def get_task(task_id: str) -> dict:
+        """Get a task."""
+        return {"task_id": task_id}
+
+    @app.create
+    def create_task(title: str) -> dict:
+        """Create a task."""
+        return {"title": title}
+
+    @app.update
+    def update_task(task_id: str, title: str) -> dict:
+        """Rename a task."""
+        return {"task_id": task_id, "title": title}
+
+    @app.delete
+    def delete_task(task_id: str, force: bool = False) -> dict:
+        """Delete a task."""
+        deleted.append(task_id)
+        return {"deleted": task_id}
+
+    @app.delete
+    def bulk_delete_tasks(project: str) -> dict:
+        """Delete every task of a project (pattern: dangerous)."""
+        return {"project": project}
+
+    @app.delete
+    def drop_project(project: str) -> dict:
+        """Drop a project (pattern: forbidden)."""
+        return {"dropped": project}
+
+    @app.execute(danger_level="safe")
+    def force_sync() -> dict:
+        """Declared safe: overrides the force_* pattern."""
+        return {"synced": True}
+
+    app.deleted = deleted  # type: ignore[attr-defined]
+    return app
+
+
+class Harness:
+    def __init__(self, app: Adapter, safety: Safety, config: Config | None = None) -> None:
+        self.app = app
+        self.safety = safety
+        self.engine = app.engine(config or Config.load(env={}))
+        self.session = self.engine.new_session()
+
+    async def call(self, operation: str, session: Any = None, **params: Any) -> dict[str, Any]:
+        s = session or self.session
+        return await self.engine.execute({"operation": operation, "params": params}, self.engine.context(s))
+
+    async def raw(self, request: Any, session: Any = None, tool: str | None = None) -> dict[str, Any]:
+        s = session or self.session
+        ctx = self.engine.context(s)
+        if tool is None:
+            return await self.engine.execute(request, ctx)
+        return await self.engine.call_tool(tool, request, ctx)
+
+
+def build(store: Store, app: Adapter | None = None, config: Config | None = None, **safety: Any) -> Harness:
+    app = app or make_adapter()
+    s = install_safety(app, SafetyConfig(**safety), store=store)
+    return Harness(app, s, config)
