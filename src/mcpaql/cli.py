@@ -83,6 +83,9 @@ def serve(
     allow: Annotated[str | None, typer.Option(help="Allowed categories, e.g. READ,CREATE")] = None,
     config: Annotated[str | None, typer.Option(help="Config file (YAML/JSON)")] = None,
     db: Annotated[str | None, typer.Option(help="Demo adapter: SQLite file (env MCPAQL_DEMO_DB)")] = None,
+    safety: Annotated[str | None, typer.Option(help="Safety policy file (YAML/JSON; see docs/safety.md)")] = None,
+    trust: Annotated[str | None, typer.Option(help="Switch the safety layer on with this adapter trust level")] = None,
+    safety_loop: Annotated[str | None, typer.Option(help="Add the execution safety loop: enforcing|monitoring|logging")] = None,
 ) -> None:
     """Serve an adapter over MCP (no TARGET: the embedded Task Tracker demo)."""
     from .loading import TargetError, load_engine
@@ -92,9 +95,10 @@ def serve(
     if target and target.endswith((".json", ".yaml", ".yml", ".md")):
         _serve_schema_file(target, cfg, transport, host, port, stateless)
         return
+    prepare = _safety_prepare(safety, trust, safety_loop)
     try:
-        engine = load_engine(target, cfg, demo_db=db)
-    except (TargetError, ConfigError) as e:
+        engine = load_engine(target, cfg, demo_db=db, prepare=prepare)
+    except (TargetError, ConfigError, ValueError) as e:
         _fail(str(e))
         return
     from .mcp.transports import serve_http, serve_stdio
@@ -106,6 +110,41 @@ def serve(
         serve_http(engine, host=host, port=port, stateless=stateless)
     else:
         _fail("transport must be stdio or http")
+
+
+def _safety_settings(policy: str | None, trust: str | None, loop: str | None) -> dict[str, Any] | None:
+    if not (policy or trust or loop):
+        return None
+    data: dict[str, Any] = {}
+    if policy:
+        import yaml
+
+        try:
+            loaded = yaml.safe_load(Path(policy).read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as e:
+            _fail(f"cannot read safety policy '{policy}': {e}")
+        if not isinstance(loaded, dict):
+            _fail(f"safety policy '{policy}' must hold a mapping")
+        data.update(loaded)
+    if trust:
+        data["trust"] = trust
+    if loop:
+        data["loop_mode"] = loop
+    return data
+
+
+def _safety_prepare(policy: str | None, trust: str | None, loop: str | None) -> Any:
+    settings = _safety_settings(policy, trust, loop)
+    if settings is None:
+        return None
+    from .safety import SafetyConfig, install_safety
+
+    try:
+        cfg = SafetyConfig.from_dict(settings)
+    except (TypeError, ValueError) as e:
+        _fail(f"invalid safety settings: {e}")
+        raise
+    return lambda target: install_safety(target, cfg)
 
 
 def _run_holder(holder_cm: Any, transport: str, host: str, port: int, stateless: bool) -> None:
@@ -484,6 +523,14 @@ def conformance(
                            color=sys.stdout.isatty())
     print(output)
     raise typer.Exit(code)
+
+
+@app.command(context_settings={**EXTRA, "help_option_names": []}, add_help_option=False)
+def guard(ctx: typer.Context) -> None:
+    """The execution safety loop as its own MCP server (the "safety dongle"); --help for options."""
+    from .safety.guard import main as guard_main
+
+    guard_main(list(ctx.args))
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,14 @@ class TargetError(ValueError):
     """The serve target cannot be loaded; the message says why in user terms."""
 
 
-def _from_object(obj: Any, config: Config, where: str) -> Engine:
+Prepare = Callable[[Any], Any]
+
+
+def _from_object(obj: Any, config: Config, where: str, prepare: Prepare | None = None) -> Engine:
     if callable(obj) and not isinstance(obj, Adapter | Engine | Registry | type):
         obj = obj()
+    if prepare is not None and isinstance(obj, Adapter | Registry | Engine):
+        prepare(obj)  # e.g. install_safety: before the engine is built, so reserved ops can join
     if isinstance(obj, Engine):
         return obj
     if isinstance(obj, Adapter):
@@ -41,11 +47,12 @@ def _module_adapter(module: Any, where: str) -> Any:
     raise TargetError(f"'{where}' defines no 'adapter' or 'app'; name it with '{where}:attribute'")
 
 
-def load_engine(target: str | None, config: Config, *, demo_db: str | None = None) -> Engine:
+def load_engine(target: str | None, config: Config, *, demo_db: str | None = None, prepare: Prepare | None = None) -> Engine:
+    """``prepare`` is applied to the Adapter/Registry before its engine is built."""
     if not target:
         from .demo import make_adapter
 
-        return make_adapter(demo_db).engine(config)
+        return _from_object(make_adapter(demo_db), config, "demo", prepare)
     if target.endswith((".json", ".yaml", ".yml")):
         if not Path(target).exists():
             raise TargetError(f"adapter schema file '{target}' does not exist")
@@ -54,14 +61,14 @@ def load_engine(target: str | None, config: Config, *, demo_db: str | None = Non
         return _from_object(load_adapter_schema(Path(target)), config, target)
     head, _, attr = target.partition(":")
     if head.endswith(".py"):
-        return _from_object(_load_file(head, attr), config, target)
+        return _from_object(_load_file(head, attr), config, target, prepare)
     try:
         module = importlib.import_module(head)
     except ImportError as e:
         raise TargetError(f"cannot import '{head}': {e}") from None
     if attr and not hasattr(module, attr):
         raise TargetError(f"'{head}' has no attribute '{attr}'")
-    return _from_object(getattr(module, attr) if attr else _module_adapter(module, head), config, target)
+    return _from_object(getattr(module, attr) if attr else _module_adapter(module, head), config, target, prepare)
 
 
 def _load_file(file_part: str, attr: str) -> Any:

@@ -157,3 +157,32 @@ async def test_list_changed_is_forwarded_through_the_wrapper() -> None:
         res = await client.call_tool(read, {"operation": "introspect", "params": {"query": "operations"}})
         ops = {o["name"] for o in json.loads(res.content[0].text)["data"]["operations"]}
         assert "list_widgets" in ops
+
+
+@pytest.mark.anyio
+async def test_serve_with_safety_confirms_destructive_operations(tmp_path: Path) -> None:
+    """`mcpaql serve --trust validated`: a DELETE needs a confirmation token bound to its
+    parameters (REQ-TOKEN-*), redeemed once through `_confirmation` in the same session."""
+    env = {**os.environ, "MCPAQL_DEMO_DB": str(tmp_path / "demo.db"), "HOME": str(tmp_path)}
+    params = StdioServerParameters(command=MCPAQL, args=["serve", "--trust", "validated"], env=env)
+
+    async def call(client: Client, tool: str, operation: str, p: dict[str, Any]) -> dict[str, Any]:
+        res = await client.call_tool(tool, {"operation": operation, "params": p})
+        return json.loads(res.content[0].text)
+
+    async with Client(params, mode="legacy") as client:
+        created = await call(client, "tasks_mcpaql_create", "create_project", {"name": "Doomed"})
+        assert created["success"], created
+        pid = created["data"]["project_id"]
+        first = await call(client, "tasks_mcpaql_delete", "delete_project", {"project_id": pid})
+        assert first["error"]["code"] == "CONFIRMATION_REQUIRED"
+        token = first["error"]["details"]["confirmation_token"]
+        assert first["confirmation"]["token"] == token
+        other = await call(client, "tasks_mcpaql_delete", "delete_project", {"project_id": "prj_other", "_confirmation": token})
+        assert other["error"]["code"] == "TOKEN_SCOPE_MISMATCH"
+        fresh = await call(client, "tasks_mcpaql_delete", "delete_project", {"project_id": pid})
+        token = fresh["error"]["details"]["confirmation_token"]
+        done = await call(client, "tasks_mcpaql_delete", "delete_project", {"project_id": pid, "_confirmation": token})
+        assert done["success"], done
+        replay = await call(client, "tasks_mcpaql_delete", "delete_project", {"project_id": pid, "_confirmation": token})
+        assert replay["error"]["code"] == "TOKEN_ALREADY_USED"

@@ -55,8 +55,11 @@ def test_one_mode_meets_level1_not_level2(mode: str) -> None:
     assert report.fatal is None
     assert report.modes == [mode]
     assert report.level1_met, not_passing(report)
-    assert report.achieved_level == 1 and report.exit_code == 2
-    assert by_id(report)["L2-1"] is Status.WARN  # only one endpoint mode is served
+    assert report.achieved_level == 1 and report.exit_code == 2  # no field selection on this server (L2-2)
+    # one mode is served; the engine declares both in _protocol.supported_modes, and that is what L2-1 accepts
+    l21 = next(x for x in report.results if x.id == "L2-1")
+    assert l21.status is Status.PASS and "supported_modes" in l21.message and "not exercised" in l21.message
+    assert by_id(report)["L2-2"] is Status.WARN
     assert by_id(report)["L2-3"] is Status.PASS  # batch works in every mode
     if mode == "single":
         assert by_id(report)["EP-1"] is Status.SKIP
@@ -228,6 +231,12 @@ def test_each_defect_is_caught(defect: str) -> None:
     assert not r.met and r.exit_code == 1
     text = render(r, "text")
     assert cid in text and "NOT MET" in text
+
+
+def test_one_mode_without_a_declaration_is_not_level2() -> None:
+    r = run(broken_cmd("no-mode-claim"), level=2)
+    assert r.modes == ["semantic"] and r.level1_met
+    assert by_id(r)["L2-1"] is Status.WARN and r.achieved_level == 1 and r.exit_code == 2
 
 
 def test_defect_evidence_is_graded_as_failing_by_the_fixture_runner_model() -> None:

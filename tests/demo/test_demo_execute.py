@@ -40,7 +40,7 @@ def test_archive_completed_reports_progress(d: Demo) -> None:
     assert ex["progress"] == {"current": 5, "total": 5, "percentage": 100.0, "message": "Done"}
     # archived tasks leave list_tasks but stay readable
     assert [t["task_id"] for t in d.ok("list_tasks")["items"]] == [open_task]
-    assert d.ok("list_tasks", include_archived=True)["pagination"]["total_items"] == 4
+    assert d.ok("list_tasks", include_archived=True)["pageInfo"]["totalCount"] == 4
     assert d.ok("get_task", task_id=done[0])["archived_at"] is not None
     assert d.ok("get_project", project_id=pid)["task_counts"]["total"] == 1
     # the execution persists (REQ-EXEC-014) and can be read back
@@ -48,7 +48,7 @@ def test_archive_completed_reports_progress(d: Demo) -> None:
     # restore one with update_task
     restored = d.ok("update_task", task_id=done[0], input={"archived": False})
     assert restored["archived_at"] is None
-    assert d.ok("list_tasks", status="done")["pagination"]["total_items"] == 1
+    assert d.ok("list_tasks", status="done")["pageInfo"]["totalCount"] == 1
 
 
 def test_archive_dry_run_and_filters(d: Demo) -> None:
@@ -58,7 +58,7 @@ def test_archive_dry_run_and_filters(d: Demo) -> None:
     env, calls = d.progress_call("execute_archive_completed", {"project_id": other, "dry_run": True})
     assert env["data"]["result"] == {"archived": 0, "task_ids": b, "dry_run": True}
     assert calls[1][2].startswith("Would archive")
-    assert d.ok("list_tasks", status="done")["pagination"]["total_items"] == 3
+    assert d.ok("list_tasks", status="done")["pageInfo"]["totalCount"] == 3
     # nothing was completed 30+ days ago
     assert d.ok("execute_archive_completed", completed_days_ago=30)["result"]["task_ids"] == []
     assert sorted(d.ok("execute_archive_completed")["result"]["task_ids"]) == sorted(a + b)
@@ -119,7 +119,7 @@ def test_cancellation_is_recorded(d: Demo) -> None:
     ex = d.ok("get_execution", execution_id=rows[0]["execution_id"])
     assert ex["status"] == "cancelled" and ex["progress"]["current"] == 2
     # one task was archived before the cancel; the rest are untouched
-    assert d.ok("list_tasks", status="done")["pagination"]["total_items"] == 2
+    assert d.ok("list_tasks", status="done")["pageInfo"]["totalCount"] == 2
 
 
 def test_lifecycle_in_introspection(d: Demo) -> None:

@@ -22,6 +22,7 @@ OPERATIONS = {
     "list_task_events": "READ",
     "search_notes": "READ",
     "get_execution": "READ",
+    "query_relationships": "READ",
     "update_project": "UPDATE",
     "update_task": "UPDATE",
     "delete_project": "DELETE",
@@ -31,7 +32,7 @@ OPERATIONS = {
     "execute_archive_completed": "EXECUTE",
     "execute_bulk_status_change": "EXECUTE",
 }
-CANONICAL = {"CREATE": ("create",), "READ": ("get", "list", "search"), "UPDATE": ("update",), "DELETE": ("delete",),
+CANONICAL = {"CREATE": ("create",), "READ": ("get", "list", "search", "query"), "UPDATE": ("update",), "DELETE": ("delete",),
              "EXECUTE": ("execute",)}
 
 
@@ -117,10 +118,38 @@ def test_objects_are_types_with_fields(d: Demo) -> None:
     assert patch["tags"]["items"]["pattern"] == "^[a-z0-9][a-z0-9-]{0,31}$"
     assert patch["metadata"]["type"] == "TaskMetadataPatch"
     assert all("default" not in f for f in patch.values())  # absent means "keep", not null
-    for name in ("Project", "ProjectPatch", "Note", "TaskLink", "TaskDetail", "RelatedTask", "TaskPage", "Pagination",
-                 "Execution", "ExecutionProgress", "TaskEvent", "DeleteResult", "TaskCounts"):
+    for name in ("Project", "ProjectPatch", "Note", "TaskLink", "TaskDetail", "RelatedTask", "Execution",
+                 "ExecutionProgress", "TaskEvent", "DeleteResult", "TaskCounts"):
         assert fields(name)
-    assert set(fields("Pagination")) == {"limit", "offset", "returned", "total_items", "has_more"}
+    # the shared collection layer's page shapes replaced the demo's own page types
+    names = {t["name"] for t in d.ok("introspect", query="types")["types"]}
+    assert not names & {"TaskPage", "ProjectPage", "NotePage", "TaskEventPage", "Pagination"}
+    assert {"ListTasksField", "ListTasksSort", "GetTaskField"} <= names
+
+
+def test_collection_operations_advertise_their_controls(d: Demo) -> None:
+    detail = d.ok("introspect", query="operations", name="list_tasks")["operation"]
+    params = {p["name"]: p for p in detail["parameters"]}
+    controls = {"fields", "query", "filter", "sort", "first", "after", "last", "before", "limit", "offset", "aggregate"}
+    assert controls <= set(params)
+    assert {"status", "tag", "assignee", "due_before", "include_archived"} <= set(params)  # shortcuts stay
+    assert detail["returns"]["name"] == "TaskConnection"
+    assert detail["computed_fields"] == [{"name": "priority_rank", "type": "integer", "description": "0 = urgent … 3 = low",
+                                          "filterable": True, "sortable": True}]
+    agg = detail["aggregation_support"]
+    assert agg["supported"] is True and "metadata.estimate_hours" in agg["numeric_fields"] and "status" in agg["groupable_fields"]
+    assert "metadata.due_date" in detail["description"] and "_computed.priority_rank" in detail["description"]
+    notes = {p["name"]: p for p in d.ok("introspect", query="operations", name="search_notes")["operation"]["parameters"]}
+    assert notes["query"]["required"] is True
+    item = {p["name"] for p in d.ok("introspect", query="operations", name="get_task")["operation"]["parameters"]}
+    assert item == {"task_id", "fields"}
+    proto = d.ok("introspect", query="operations")["_protocol"]
+    caps = proto["capabilities"]
+    assert all(caps[c] for c in ("field_selection", "pagination", "aggregations", "computed_fields", "relationship_queries"))
+    assert proto["conformance"] == "level-2"
+    rel = d.ok("introspect", query="operations", name="query_relationships")["operation"]
+    assert rel["relationship_capabilities"] == {"supported": True, "directions": ["incoming", "outgoing", "both"],
+                                                "relationship_types": ["blocks", "relates_to", "duplicates"], "max_depth": 3}
 
 
 def test_create_task_parameters(d: Demo) -> None:
@@ -131,8 +160,9 @@ def test_create_task_parameters(d: Demo) -> None:
     assert params["priority"]["default"] == "medium"
     assert params["metadata"]["type"] == "TaskMetadata"
     assert params["tags"]["items"]["pattern"] == "^[a-z0-9][a-z0-9-]{0,31}$"
-    lim = {p["name"]: p for p in d.ok("introspect", query="operations", name="list_tasks")["operation"]["parameters"]}["limit"]
-    assert (lim["minimum"], lim["maximum"], lim["default"]) == (1, 100, 20)
+    listed = {p["name"]: p for p in d.ok("introspect", query="operations", name="list_tasks")["operation"]["parameters"]}
+    assert (listed["first"]["minimum"], listed["first"]["default"]) == (0, 20)
+    assert listed["limit"]["minimum"] == 0
 
 
 def test_danger_levels_and_permissions(d: Demo) -> None:

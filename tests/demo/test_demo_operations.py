@@ -35,15 +35,16 @@ def test_tools_are_the_five_crude_endpoints(d: Demo) -> None:
 
 def test_seed_data_on_a_new_database(seeded: Demo) -> None:
     page = seeded.ok("list_tasks")
-    assert page["pagination"]["total_items"] == 5
+    assert page["pageInfo"]["totalCount"] == 5 and len(page["items"]) == 5
+    assert page["pageInfo"]["hasNextPage"] is False
     assert page["items"][0]["priority"] == "urgent"  # most urgent first
-    projects = seeded.ok("list_projects")["items"]
+    projects = seeded.ok("list_projects", fields="full")["items"]
     assert [p["name"] for p in projects] == ["Website launch"]
     assert projects[0]["task_counts"] == {"todo": 2, "in_progress": 1, "blocked": 1, "done": 1, "total": 5}
     blocked = seeded.ok("list_tasks", status="blocked")["items"][0]
     detail = seeded.ok("get_task", task_id=blocked["task_id"])
     assert [(link["link_type"], link["direction"]) for link in detail["links"]] == [("blocks", "incoming")]
-    assert seeded.ok("search_notes", query="launch target")["pagination"]["total_items"] == 1
+    assert seeded.ok("search_notes", query='"launch target"')["pageInfo"]["totalCount"] == 1
 
 
 def test_create_and_get_project(d: Demo) -> None:
@@ -60,14 +61,19 @@ def test_list_projects_filters_and_pages(d: Demo) -> None:
     for i in range(5):
         d.project(f"Project {i}", **({"description": "launch work"} if i % 2 == 0 else {}))
     page = d.ok("list_projects", limit=2, offset=1)
-    assert [p["name"] for p in page["items"]] == ["Project 1", "Project 2"]
+    assert [p["name"] for p in page["items"]] == ["Project 1", "Project 2"]  # oldest first
     assert page["pagination"] == {"limit": 2, "offset": 1, "returned": 2, "total_items": 5, "has_more": True}
-    assert d.ok("list_projects", query="LAUNCH")["pagination"]["total_items"] == 3
+    assert d.ok("list_projects", query="LAUNCH")["pageInfo"]["totalCount"] == 3
     pid = page["items"][0]["project_id"]
     d.ok("update_project", project_id=pid, input={"status": "archived"})
     assert [p["project_id"] for p in d.ok("list_projects", status="archived")["items"]] == [pid]
+    assert [p["project_id"] for p in d.ok("list_projects", filter={"status": "archived"})["items"]] == [pid]
     last = d.ok("list_projects", offset=4)
     assert last["pagination"]["has_more"] is False and last["pagination"]["returned"] == 1
+    named = d.ok("list_projects", sort={"field": "name", "order": "desc"}, fields="minimal", first=2)
+    assert named["items"] == [{"project_id": p["project_id"], "name": p["name"], "status": p["status"]}
+                              for p in d.ok("list_projects", fields="full")["items"][::-1][:2]]
+    assert named["pageInfo"]["hasNextPage"] is True
 
 
 def test_create_task_with_everything(d: Demo) -> None:
@@ -126,7 +132,8 @@ def test_list_tasks_filters(d: Demo) -> None:
     assert titles(tag="docs") == ["Write docs for the API", "Retro"]
     assert titles(assignee="alice") == ["Write docs for the API"]
     assert titles(query="api") == ["Fix API crash", "Write docs for the API", "Plan the offsite"]
-    assert titles(query="api VENUE") == ["Plan the offsite"]
+    assert titles(query="crash VENUE") == ["Fix API crash", "Plan the offsite"]  # words are OR'ed
+    assert titles(query='"api team"') == ["Plan the offsite"]  # a quoted phrase matches exactly
     assert titles(query="100%") == []
     assert titles(due_before=later) == ["Write docs for the API"]
     assert titles(tag="docs", project_id=p1) == ["Write docs for the API"]
@@ -223,10 +230,15 @@ def test_notes_create_search_delete(d: Demo) -> None:
     assert TS.match(n1["created_at"])
     d.ok("create_note", project_id=p1, body="Design kickoff on Monday")
     d.ok("create_note", project_id=p2, body="Design system audit")
-    assert d.ok("search_notes", query="design")["pagination"]["total_items"] == 3
-    assert d.ok("search_notes", query="design", project_id=p1)["pagination"]["total_items"] == 2
+    assert d.ok("search_notes", query="design")["pageInfo"]["totalCount"] == 3
+    assert d.ok("search_notes", query="design", project_id=p1)["pageInfo"]["totalCount"] == 2
     assert [n["note_id"] for n in d.ok("search_notes", query="REVIEW design", task_id=t)["items"]] == [n1["note_id"]]
-    assert [n["body"] for n in d.ok("search_notes", query="design", limit=1)["items"]] == ["Design system audit"]
+    newest = d.ok("search_notes", query="design", first=1)
+    assert [n["body"] for n in newest["items"]] == ["Design system audit"]  # newest first
+    assert set(newest["items"][0]) == {"note_id", "task_id", "body", "created_at"}  # search → minimal preset
+    older = d.ok("search_notes", query="design", first=5, after=newest["pageInfo"]["endCursor"])
+    assert [n["body"] for n in older["items"]] == ["Design kickoff on Monday", "Waiting on design review"]
+    assert [n["body"] for n in d.ok("search_notes", query="design", filter={"author": "alice"})["items"]] == [n1["body"]]
     assert d.ok("delete_note", note_id=n1["note_id"])["resource_id"] == n1["note_id"]
     assert d.ok("search_notes", query="review")["items"] == []
     assert d.code("delete_note", note_id=n1["note_id"]) == "NOT_FOUND_RESOURCE"

@@ -31,7 +31,7 @@ def test_data_persists_across_engines(tmp_path: Path) -> None:
     assert got["notes"][0]["body"] == "persisted note"
     # the sample data was created once, not again on the second open
     assert [p["name"] for p in second.ok("list_projects")["items"]] == ["Website launch", "Persistent"]
-    assert second.ok("list_tasks")["pagination"]["total_items"] == 6
+    assert second.ok("list_tasks")["pageInfo"]["totalCount"] == 6
 
 
 def test_two_engines_open_at_once_see_each_other(tmp_path: Path) -> None:
@@ -60,7 +60,7 @@ def test_file_is_sqlite_in_wal_mode_and_parent_dirs_are_created(tmp_path: Path) 
 def test_seed_can_be_disabled(tmp_path: Path) -> None:
     d = Demo(tmp_path / "empty.db", seed=False)
     assert d.ok("list_tasks")["items"] == []
-    assert d.ok("list_projects")["pagination"]["total_items"] == 0
+    assert d.ok("list_projects")["pageInfo"]["totalCount"] == 0
 
 
 def test_path_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

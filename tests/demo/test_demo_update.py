@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from demo_helpers import Demo
 
-from mcpaql.demo.store import deep_merge
+from mcpaql.protocol.update import deep_merge
 
 
 @pytest.fixture
@@ -80,7 +80,7 @@ def test_etag_and_version_change_on_every_write(d: Demo) -> None:
         assert t["_etag"] not in seen
         seen.add(t["_etag"])
     assert d.ok("get_task", task_id=t["task_id"])["_etag"] == t["_etag"]
-    assert d.ok("list_tasks")["items"][0]["_etag"] == t["_etag"]
+    assert d.ok("list_tasks", fields="full")["items"][0]["_etag"] == t["_etag"]
 
 
 def test_if_match_on_update_task(d: Demo) -> None:
@@ -90,7 +90,8 @@ def test_if_match_on_update_task(d: Demo) -> None:
     # stale etag → CONFLICT_VERSION_MISMATCH, nothing written
     e = d.err("update_task", task_id=tid, input={"title": "Lost update"}, if_match=stale)
     assert e["code"] == "CONFLICT_VERSION_MISMATCH"
-    assert e["details"]["current_etag"] == fresh["_etag"] and e["details"]["current_version"] == 2
+    assert e["details"]["actual"] == fresh["_etag"] and e["details"]["expected"] == stale
+    assert (e["details"]["resource_type"], e["details"]["resource_id"]) == ("task", tid)
     assert d.ok("get_task", task_id=tid)["title"] == "Second"
     # the current etag, its bare form, the version number and '*' all match
     bare = fresh["_etag"].removeprefix("W/").strip('"')
@@ -101,6 +102,15 @@ def test_if_match_on_update_task(d: Demo) -> None:
     assert out["_version"] == 6
     assert d.code("update_task", task_id=tid, input={"title": "x"}, if_match=bare) == "CONFLICT_VERSION_MISMATCH"
     assert d.code("update_task", task_id=tid, input={"title": "x"}, if_match="2") == "CONFLICT_VERSION_MISMATCH"
+
+
+def test_project_etag_ignores_task_counts(d: Demo) -> None:
+    """_etag covers the project's own fields: adding a task changes its task_counts, not its version."""
+    p = d.project("P")
+    d.task(p["project_id"])
+    got = d.ok("get_project", project_id=p["project_id"])
+    assert got["task_counts"]["total"] == 1 and got["_etag"] == p["_etag"]
+    assert d.ok("update_project", project_id=p["project_id"], input={"description": "x"}, if_match=p["_etag"])["_version"] == 2
 
 
 def test_if_match_on_project_and_deletes(d: Demo) -> None:

@@ -75,15 +75,22 @@ def test_missing_and_unknown_params(d: Demo, ids: dict[str, str]) -> None:
 @pytest.mark.parametrize(
     ("params", "code"),
     [
-        ({"limit": 0}, "VALIDATION_INVALID_VALUE"),
-        ({"limit": 101}, "VALIDATION_INVALID_VALUE"),
+        ({"limit": -1}, "VALIDATION_INVALID_VALUE"),
+        ({"first": 5, "limit": 5}, "VALIDATION_INVALID_TYPE"),  # cursor and offset paging do not mix
         ({"limit": "ten"}, "VALIDATION_INVALID_TYPE"),
         ({"limit": 2.5}, "VALIDATION_INVALID_TYPE"),
         ({"offset": -1}, "VALIDATION_INVALID_VALUE"),
         ({"status": "open"}, "VALIDATION_INVALID_VALUE"),
         ({"tag": "Not A Tag"}, "VALIDATION_INVALID_VALUE"),
         ({"due_before": "soon"}, "VALIDATION_INVALID_VALUE"),
-        ({"query": ""}, "VALIDATION_INVALID_VALUE"),
+        ({"fields": ["owner"]}, "VALIDATION_INVALID_VALUE"),
+        ({"fields": "everything"}, "VALIDATION_INVALID_VALUE"),
+        ({"filter": {"description": "x"}}, "VALIDATION_INVALID_VALUE"),  # not a filter key
+        ({"filter": {"status": {"like": "to%"}}}, "VALIDATION_INVALID_VALUE"),
+        ({"sort": {"field": "priority"}}, "VALIDATION_INVALID_VALUE"),  # sort by _computed.priority_rank instead
+        ({"aggregate": {"x": {"avg": "title"}}}, "VALIDATION_INVALID_VALUE"),
+        ({"first": 2, "after": "not-a-cursor"}, "VALIDATION_INVALID_VALUE"),
+        ({"after": "not-a-cursor"}, "VALIDATION_INVALID_TYPE"),  # after needs first (PAG §2.3)
         ({"include_archived": "yes"}, "VALIDATION_INVALID_TYPE"),
     ],
 )
@@ -93,6 +100,15 @@ def test_list_tasks_rules(d: Demo, params: dict[str, Any], code: str) -> None:
 
 def test_limit_given_as_whole_float_is_accepted(d: Demo) -> None:
     assert d.ok("list_tasks", limit=5.0)["pagination"]["limit"] == 5
+
+
+def test_page_size_over_the_maximum_is_clamped_with_a_warning(d: Demo) -> None:
+    env = d.call("list_tasks", {"limit": 101})
+    assert env["success"] is True and env["data"]["pagination"]["limit"] == 100
+    assert [(w["code"], w["details"]["original_count"], w["details"]["limit"]) for w in env["warnings"]] == [
+        ("VALIDATION_TRUNCATED_WARNING", 101, 100)]
+    e = d.err("list_tasks", fields=["title", "owner"])
+    assert e["details"]["unknown_fields"] == ["owner"] and "_computed.priority_rank" in e["details"]["valid_fields"]
 
 
 def test_update_input_rules(d: Demo, ids: dict[str, str]) -> None:

@@ -92,7 +92,10 @@ def remember(value: str, ctx: Context) -> dict[str, Any]:
             sid = ctx.session.id
 
             def closed(session: Any) -> None:
-                Path(marker_dir, f"{sid}.closed").write_text(",".join(session.state.get("notes", [])))
+                # write then rename: the test polls for the file and must never see it half-written
+                tmp = Path(marker_dir, f"{sid}.closing")
+                tmp.write_text(",".join(session.state.get("notes", [])))
+                os.replace(tmp, Path(marker_dir, f"{sid}.closed"))
 
             ctx.session.on_close(closed)
     notes.append(value)

@@ -72,6 +72,19 @@ def test_req_conc_004_mismatch_error_shape() -> None:
         check_if_match({"id": 1, "_version": 3}, 2)
 
 
+def test_version_as_digit_string_and_star_forms() -> None:
+    """A string-typed if_match may carry the _version ("3"); the etag still matches too."""
+    res = with_etag({"id": 1, "_version": 3})
+    check_if_match(res, "3")
+    check_if_match(res, res["_etag"])
+    check_if_match(res, ' "*" ')
+    with pytest.raises(MCPAQLError) as e:
+        check_if_match(res, "2", resource_type="doc", resource_id=1)
+    assert e.value.details["actual"] == res["_etag"]
+    with pytest.raises(MCPAQLError):
+        check_if_match({"id": 1}, "1")  # no _version: digits are compared as an etag
+
+
 def test_req_conc_003_if_match_param_helper() -> None:
     assert IF_MATCH.name == "if_match" and not IF_MATCH.required
 

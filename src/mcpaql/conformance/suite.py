@@ -1570,17 +1570,29 @@ class Suite:
         modes = self.report.modes
         both = "semantic" in modes and "single" in modes
         proto = ((self.ops_env or {}).get("data") or {}).get("_protocol") or {}
-        self.add(
-            "L2-1",
-            "Both endpoint modes (semantic and single) are served",
-            LEVEL2,
-            PASS if both else WARN,
-            ["REQ-CONF-002", "REQ-MODE-002", "Part F #10", "Part F #23"],
-            "semantic family tools and the single tool are both exposed"
-            if both
-            else f"this server exposes only {' and '.join(modes) or 'no'} mode (reported mode: {proto.get('mode')!r}); "
-            "Level 2 requires both — serve them together (mode 'all') to verify",
-        )
+        # REQ-MODE-002 is about the implementation: a server configured for one mode may declare
+        # the modes it can serve in _protocol.supported_modes ("all" implies both). The declaration
+        # is accepted only if it agrees with what is served and with _protocol.mode.
+        declared = proto.get("supported_modes") if isinstance(proto, dict) else None
+        declared = {str(m) for m in declared} if isinstance(declared, list) else set()
+        covers = {"semantic", "single"} <= (declared | ({"semantic", "single"} if "all" in declared else set()))
+        consistent = bool(modes) and set(modes) <= declared | {"all"} and proto.get("mode") in declared
+        if both:
+            status, msg = PASS, "semantic family tools and the single tool are both exposed"
+        elif covers and consistent:
+            other = "single" if "semantic" in modes else "semantic"
+            status, msg = PASS, (
+                f"this server exposes {modes[0]} mode and _protocol.supported_modes declares {', '.join(sorted(declared))}; "
+                f"{other} mode was not exercised here — serve mode 'all' to verify both live"
+            )
+        else:
+            status, msg = WARN, (
+                f"this server exposes only {' and '.join(modes) or 'no'} mode (reported mode: {proto.get('mode')!r}) "
+                "and does not declare both in _protocol.supported_modes; Level 2 requires both — serve them together "
+                "(mode 'all') to verify"
+            )
+        self.add("L2-1", "Both endpoint modes (semantic and single) are supported", LEVEL2, status,
+                 ["REQ-CONF-002", "REQ-MODE-002", "Part F #10", "Part F #23"], msg)
         await self.check_field_selection(proto)
         await self.check_batch(proto)
 

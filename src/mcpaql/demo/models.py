@@ -244,7 +244,7 @@ class ProjectPatch(BaseModel):
     status: ProjectStatus = Field(None, description="'archived' hides nothing but marks the project inactive")
 
 
-# ---- history, pages, results ---------------------------------------------------------------
+# ---- history and results ---------------------------------------------------------------
 
 
 class TaskEvent(BaseModel):
@@ -255,44 +255,6 @@ class TaskEvent(BaseModel):
     action: str = Field(description="created | updated | linked | unlinked | noted | note_deleted")
     changes: dict[str, Any] = Field(default_factory=dict, description="field → {from, to} for updates")
     at: Timestamp
-
-
-class Pagination(BaseModel):
-    """Offset pagination metadata (PAGINATION §4.5 compatibility shape)."""
-
-    limit: int
-    offset: int
-    returned: int
-    total_items: int
-    has_more: bool
-
-
-class TaskPage(BaseModel):
-    """A page of tasks."""
-
-    items: list[Task]
-    pagination: Pagination
-
-
-class ProjectPage(BaseModel):
-    """A page of projects."""
-
-    items: list[Project]
-    pagination: Pagination
-
-
-class NotePage(BaseModel):
-    """A page of notes."""
-
-    items: list[Note]
-    pagination: Pagination
-
-
-class TaskEventPage(BaseModel):
-    """A page of task history events, oldest first."""
-
-    items: list[TaskEvent]
-    pagination: Pagination
 
 
 class DeleteResult(BaseModel):

@@ -4,10 +4,18 @@ Each operation is a closure over one open database, registered with the adapter 
 parameter schemas, descriptions, examples and types in introspection all come from the
 signatures, docstrings and models here. Handlers only translate between models and the
 store's dicts; they never touch SQL and never build envelopes.
+
+The ``list_*``/``search_*`` reads return every matching record and declare a
+:class:`~mcpaql.protocol.collections.Collection`: the shared collection layer adds ``fields``,
+``query``, ``filter``, ``sort``, cursor (``first``/``after``…) or ``limit``/``offset`` paging and
+``aggregate``, and shapes the result into ``{items, pageInfo}``. ``get_*`` reads declare
+:func:`~mcpaql.protocol.collections.Item` (field selection), and ``query_relationships``
+traverses task links.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Awaitable, Callable
 from datetime import date
@@ -17,6 +25,7 @@ import anyio
 from pydantic import Field
 
 from ..adapters.python import Adapter
+from ..protocol.collections import AggregationSupport, Collection, Computed, Item, Relationships, query_relationships
 from ..protocol.context import Context
 from ..protocol.errors import MCPAQLError, invalid_value, missing_param
 from . import store
@@ -26,22 +35,18 @@ from .models import (
     Execution,
     LinkType,
     Note,
-    NotePage,
-    Pagination,
     Priority,
     Project,
     ProjectName,
-    ProjectPage,
     ProjectPatch,
     ProjectStatus,
     Tag,
     Tags,
     Task,
     TaskDetail,
-    TaskEventPage,
+    TaskEvent,
     TaskLink,
     TaskMetadata,
-    TaskPage,
     TaskPatch,
     TaskStatus,
     Title,
@@ -50,9 +55,6 @@ from .models import (
 ADAPTER_NAME = "tasks"
 DISPLAY_NAME = "Task Tracker"
 
-Limit = Annotated[int, Field(ge=1, le=100, description="Page size, 1–100")]
-Offset = Annotated[int, Field(ge=0, description="Items to skip (0-based)")]
-Query = Annotated[str, Field(min_length=1, max_length=200, description="Words to look for (all must appear, case-insensitive)")]
 IfMatch = Annotated[str, Field(min_length=1, max_length=100, description="An _etag (or _version) from an earlier read")]
 TaskIds = Annotated[list[str], Field(min_length=1, max_length=100, description="1–100 task ids")]
 NoteBody = Annotated[str, Field(min_length=1, max_length=10_000, description="Note text, 1–10000 characters")]
@@ -64,12 +66,6 @@ LIFECYCLE = {
     "supports_retry": False,
     "progress_reporting": True,
 }
-
-
-def _page(items: list[Any], total: int, limit: int, offset: int) -> dict[str, Any]:
-    pagination = Pagination(limit=limit, offset=offset, returned=len(items), total_items=total,
-                            has_more=offset + len(items) < total)
-    return {"items": items, "pagination": pagination}
 
 
 def _metadata_validator(raw: dict[str, Any]) -> dict[str, Any]:
@@ -95,7 +91,108 @@ def make_adapter(db_path: str | os.PathLike[str] | None = None, *, seed: bool = 
     _task_operations(app, db)
     _link_and_note_operations(app, db)
     _execute_operations(app, db)
+    relationships = query_relationships(_task_graph(db), description=RELATIONSHIPS_DESCRIPTION)
+    app.add(dataclasses.replace(relationships, danger_level="safe", examples=RELATIONSHIP_EXAMPLES))
     return app
+
+
+# ---- collection declarations ---------------------------------------------------------------
+
+RANK = {"urgent": 0, "high": 1, "medium": 2, "low": 3}
+
+TASK_FILTERABLE = ["project_id", "status", "priority", "tags", "metadata.assignee", "metadata.due_date", "created_at",
+                   "updated_at"]
+TASK_SORTABLE = ["created_at", "updated_at", "title", "status", "metadata.due_date"]
+
+TASKS = Collection(
+    presets={
+        "minimal": ["task_id", "title", "status"],
+        "standard": ["task_id", "project_id", "title", "status", "priority", "tags", "metadata", "updated_at"],
+    },
+    key="task_id",
+    searchable=["title", "description"],
+    filterable=TASK_FILTERABLE,
+    sortable=TASK_SORTABLE,
+    computed={
+        "priority_rank": Computed(lambda r: RANK[r["priority"]], "integer", "0 = urgent … 3 = low",
+                                  filterable=True, sortable=True),
+    },
+    aggregate=AggregationSupport(
+        groupable_fields=("project_id", "status", "priority", "tags", "metadata.assignee", "metadata.due_date"),
+        numeric_fields=("metadata.estimate_hours",),
+        comparable_fields=("created_at", "updated_at", "metadata.due_date"),
+    ),
+)
+
+PROJECTS = Collection(
+    presets={"minimal": ["project_id", "name", "status"]},
+    key="project_id",
+    searchable=["name", "description"],
+    filterable=["status", "name", "created_at", "updated_at", "task_counts.total"],
+    sortable=["name", "created_at", "updated_at", "task_counts.total"],
+    aggregate=AggregationSupport(
+        groupable_fields=("status",),
+        numeric_fields=("task_counts.total", "task_counts.todo", "task_counts.in_progress", "task_counts.blocked",
+                        "task_counts.done"),
+        comparable_fields=("created_at", "updated_at"),
+    ),
+)
+
+NOTES = Collection(
+    presets={"minimal": ["note_id", "task_id", "body", "created_at"]},
+    key="note_id",
+    searchable=["body"],
+    require_query=True,
+    filterable=["task_id", "project_id", "author", "created_at"],
+    sortable=["created_at"],  # unsorted: the store's newest first (ties in the same millisecond: last written first)
+)
+
+TASK_EVENTS = Collection(
+    presets={"minimal": ["event_id", "action", "at"]},
+    key="event_id",
+    filterable=["action", "at"],
+    sortable=["event_id", "at"],
+    aggregate=AggregationSupport(groupable_fields=("action",), comparable_fields=("at",)),
+)
+
+RELATIONSHIPS_DESCRIPTION = (
+    "Follow links between tasks from a root task {element_type: 'task', element_name: <task_id>}: "
+    "direction outgoing (links the task starts, e.g. the tasks it blocks), incoming (links pointing at it) or both; "
+    "relationship blocks | relates_to | duplicates; depth 1–3. Cycles are reported once and never expanded twice. "
+    "Returns root, relationships [{type, direction, target, depth}] and graph {nodes, edges}."
+)
+
+RELATIONSHIP_EXAMPLES = (
+    {
+        "description": "What does this task block, directly or transitively?",
+        "request": {"operation": "query_relationships", "params": {
+            "root": {"element_type": "task", "element_name": "tsk_0123456789"}, "direction": "outgoing",
+            "relationship": "blocks", "depth": 3}},
+    },
+    {
+        "description": "Every task linked to this one, either way, as a graph",
+        "request": {"operation": "query_relationships", "params": {
+            "root": {"element_type": "task", "element_name": "tsk_0123456789"}, "direction": "both",
+            "include": ["graph.nodes", "graph.edges"]}},
+    },
+)
+
+
+def _task_graph(db: store.DB) -> Relationships:
+    """Task links as a graph: nodes are ``{element_type: "task", element_name: task_id}``."""
+
+    def node(task_id: str) -> dict[str, str]:
+        return {"element_type": "task", "element_name": task_id}
+
+    def neighbors(n: dict[str, Any], direction: str) -> list[tuple[str, dict[str, str]]]:
+        if n.get("element_type") != "task":
+            return []
+        return [(kind, node(other)) for kind, other in store.linked_tasks(db, str(n.get("element_name")), direction)]
+
+    def exists(n: dict[str, Any]) -> bool:
+        return n.get("element_type") == "task" and store.task_exists(db, str(n.get("element_name")))
+
+    return Relationships(neighbors, types=tuple(t.value for t in LinkType), max_depth=3, exists=exists)
 
 
 # ---- projects ----------------------------------------------------------------------------
@@ -112,7 +209,11 @@ def _project_operations(app: Adapter, db: store.DB) -> None:
         """
         return Project.model_validate(store.create_project(db, name, description))
 
-    @app.read(danger_level="safe", examples=[{"project_id": "prj_0123456789"}])
+    @app.read(
+        danger_level="safe",
+        collection=Item(presets={"minimal": ["project_id", "name", "status"]}),
+        examples=[{"project_id": "prj_0123456789"}, {"project_id": "prj_0123456789", "fields": ["name", "task_counts.total"]}],
+    )
     def get_project(project_id: str) -> Project:
         """Get one project with its task counts by status.
 
@@ -121,20 +222,18 @@ def _project_operations(app: Adapter, db: store.DB) -> None:
         """
         return Project.model_validate(store.get_project(db, project_id))
 
-    @app.read(danger_level="safe", examples=[{}, {"status": "active", "query": "launch", "limit": 10}])
-    def list_projects(
-        status: ProjectStatus | None = None, query: Query | None = None, limit: Limit = 20, offset: Offset = 0
-    ) -> ProjectPage:
-        """List projects, oldest first, with task counts.
+    @app.read(
+        danger_level="safe",
+        collection=PROJECTS,
+        examples=[{}, {"status": "active", "query": "launch", "first": 10}, {"fields": "minimal", "sort": {"field": "name"}}],
+    )
+    def list_projects(status: ProjectStatus | None = None) -> list[Project]:
+        """List projects with their task counts, oldest first unless sorted.
 
         Args:
-            status: Only projects in this status.
-            query: Words that must all appear in the name or description.
-            limit: Page size, 1–100.
-            offset: Number of projects to skip.
+            status: Only projects in this status (shortcut for filter {status: ...}).
         """
-        rows, total = store.list_projects(db, status=status, query=query, limit=limit, offset=offset)
-        return ProjectPage.model_validate(_page([Project.model_validate(r) for r in rows], total, limit, offset))
+        return [Project.model_validate(r) for r in store.list_projects(db, status=status)]
 
     @app.update(
         danger_level="reversible",
@@ -216,7 +315,12 @@ def _task_operations(app: Adapter, db: store.DB) -> None:
                                 priority=priority, tags=tags, metadata=md)
         return Task.model_validate(row)
 
-    @app.read(danger_level="safe", examples=[{"task_id": "tsk_0123456789"}])
+    @app.read(
+        danger_level="safe",
+        collection=Item(presets={"minimal": ["task_id", "title", "status"],
+                                 "summary": ["task_id", "title", "status", "priority", "metadata.assignee", "links"]}),
+        examples=[{"task_id": "tsk_0123456789"}, {"task_id": "tsk_0123456789", "fields": ["title", "metadata.due_date"]}],
+    )
     def get_task(task_id: str) -> TaskDetail:
         """Get one task with its links to other tasks and its 20 newest notes.
 
@@ -227,11 +331,14 @@ def _task_operations(app: Adapter, db: store.DB) -> None:
 
     @app.read(
         danger_level="safe",
+        collection=TASKS,
         examples=[
             {},
             {"status": "in_progress", "assignee": "alice"},
-            {"project_id": "prj_0123456789", "tag": "bug", "priority": "urgent"},
-            {"query": "landing page", "limit": 5},
+            {"project_id": "prj_0123456789", "tag": "bug", "fields": "minimal", "first": 5},
+            {"filter": {"metadata.due_date": {"lt": "2026-12-01"}, "status": {"ne": "done"}},
+             "sort": {"field": "metadata.due_date"}, "fields": ["title", "metadata.due_date"]},
+            {"aggregate": {"by_status": {"group_by": "status"}, "effort": {"avg": "metadata.estimate_hours"}}},
         ],
     )
     def list_tasks(
@@ -240,13 +347,11 @@ def _task_operations(app: Adapter, db: store.DB) -> None:
         priority: Priority | None = None,
         tag: Tag | None = None,
         assignee: str | None = None,
-        query: Query | None = None,
         due_before: date | None = None,
         include_archived: bool = False,
-        limit: Limit = 20,
-        offset: Offset = 0,
-    ) -> TaskPage:
-        """List tasks matching all given filters: most urgent first, then open before done, then earliest due date.
+    ) -> list[Task]:
+        """List tasks: most urgent first, then open before done, then earliest due date (unless sorted).
+        The shortcut parameters combine with query, filter, sort, paging and aggregate.
 
         Args:
             project_id: Only tasks of this project.
@@ -254,30 +359,27 @@ def _task_operations(app: Adapter, db: store.DB) -> None:
             priority: Only tasks with this priority.
             tag: Only tasks carrying this tag.
             assignee: Only tasks assigned to this person (metadata.assignee, case-insensitive).
-            query: Words that must all appear in the title or description.
             due_before: Only tasks due strictly before this date (YYYY-MM-DD).
             include_archived: Also list tasks archived by execute_archive_completed.
-            limit: Page size, 1–100.
-            offset: Number of tasks to skip.
         """
-        rows, total = store.list_tasks(
-            db, project_id=project_id, status=status, priority=priority, tag=tag, assignee=assignee, query=query,
+        rows = store.list_tasks(
+            db, project_id=project_id, status=status, priority=priority, tag=tag, assignee=assignee,
             due_before=due_before.isoformat() if due_before else None, include_archived=include_archived,
-            limit=limit, offset=offset,
         )
-        return TaskPage.model_validate(_page([Task.model_validate(r) for r in rows], total, limit, offset))
+        return [Task.model_validate(r) for r in rows]
 
-    @app.read(danger_level="safe", examples=[{"task_id": "tsk_0123456789"}])
-    def list_task_events(task_id: str, limit: Limit = 20, offset: Offset = 0) -> TaskEventPage:
+    @app.read(
+        danger_level="safe",
+        collection=TASK_EVENTS,
+        examples=[{"task_id": "tsk_0123456789"}, {"task_id": "tsk_0123456789", "filter": {"action": "updated"}, "last": 5}],
+    )
+    def list_task_events(task_id: str) -> list[TaskEvent]:
         """List a task's history, oldest first: creation, each update with field-by-field changes, links and notes.
 
         Args:
             task_id: The task's id.
-            limit: Page size, 1–100.
-            offset: Number of events to skip.
         """
-        rows, total = store.list_task_events(db, task_id, limit=limit, offset=offset)
-        return TaskEventPage.model_validate(_page(rows, total, limit, offset))
+        return [TaskEvent.model_validate(r) for r in store.list_task_events(db, task_id)]
 
     @app.update(
         danger_level="reversible",
@@ -373,22 +475,17 @@ def _link_and_note_operations(app: Adapter, db: store.DB) -> None:
 
     @app.read(
         danger_level="safe",
-        examples=[{"query": "feedback"}, {"query": "design review", "project_id": "prj_0123456789"}],
+        collection=NOTES,
+        examples=[{"query": "feedback"}, {"query": '"design review"', "project_id": "prj_0123456789", "first": 5}],
     )
-    def search_notes(
-        query: Query, task_id: str | None = None, project_id: str | None = None, limit: Limit = 20, offset: Offset = 0
-    ) -> NotePage:
-        """Find notes containing all words of a query (case-insensitive), newest first.
+    def search_notes(task_id: str | None = None, project_id: str | None = None) -> list[Note]:
+        """Find notes containing any word (or "quoted phrase") of the query, case-insensitive, newest first.
 
         Args:
-            query: Words that must all appear in the note.
             task_id: Only notes on this task.
             project_id: Only notes on this project or on its tasks.
-            limit: Page size, 1–100.
-            offset: Number of notes to skip.
         """
-        rows, total = store.search_notes(db, query=query, task_id=task_id, project_id=project_id, limit=limit, offset=offset)
-        return NotePage.model_validate(_page([Note.model_validate(r) for r in rows], total, limit, offset))
+        return [Note.model_validate(r) for r in store.list_notes(db, task_id=task_id, project_id=project_id)]
 
     @app.delete(danger_level="destructive", examples=[{"note_id": "note_0123456789"}])
     def delete_note(note_id: str) -> DeleteResult:

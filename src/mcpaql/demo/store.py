@@ -5,14 +5,17 @@ Every write runs in one transaction under the DB's lock, so a precondition check
 and the write it guards are atomic. Functions raise :class:`MCPAQLError` for domain failures
 (not found, duplicate, stale version) and never return partial state.
 
-This module must not know about the adapter API or MCP: the operations in ``operations.py`` (and
-a later shared collections layer) call these functions and shape their results.
+This module must not know about the adapter API or MCP: the operations in ``operations.py`` call
+these functions, and the shared collection layer (:mod:`mcpaql.protocol.collections`) does the
+text search, filtering, sorting, paging and projection of what the ``list_*`` functions return.
+Merging (:func:`mcpaql.protocol.update.apply_patch`) and ``if_match`` checks
+(:func:`mcpaql.protocol.concurrency.check_if_match`) are the protocol's shared helpers; ``_etag``
+is :func:`mcpaql.protocol.concurrency.with_etag` over the stored fields.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import secrets
@@ -24,13 +27,14 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..protocol.concurrency import check_if_match, with_etag
 from ..protocol.errors import MCPAQLError, invalid_value, not_found_resource
+from ..protocol.update import apply_patch
 
 SCHEMA_VERSION = 1
 ENV_DB = "MCPAQL_DEMO_DB"
 DEFAULT_DB = "~/.local/share/mcpaql/demo.db"
 
-PRIORITY_RANK = {"urgent": 4, "high": 3, "medium": 2, "low": 1}
 STATUSES = ("todo", "in_progress", "blocked", "done")
 
 _SCHEMA = """
@@ -178,69 +182,20 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(5)}"
 
 
-def etag_for(resource_id: str, version: int) -> str:
-    digest = hashlib.sha256(f"{resource_id}:{version}".encode()).hexdigest()[:16]
-    return f'W/"{digest}"'
-
-
-def check_if_match(resource_type: str, resource_id: str, version: int, if_match: str | None) -> None:
-    """Optimistic concurrency (CORE §9.3.2): ``if_match`` is an ``_etag``, a ``_version`` number or '*'."""
-    if if_match is None or if_match.strip() == "*":
-        return
-    current = etag_for(resource_id, version)
-    given = if_match.strip()
-    bare = given.removeprefix("W/").strip('"')
-    if given == current or bare == current.removeprefix("W/").strip('"') or given == str(version):
-        return
-    raise MCPAQLError(
-        "CONFLICT_VERSION_MISMATCH",
-        f"The {resource_type} '{resource_id}' was changed since you read it (if_match {given} is stale). "
-        f"Read it again and retry with the current _etag.",
-        {
-            "resource_type": resource_type,
-            "resource_id": resource_id,
-            "if_match": given,
-            "current_etag": current,
-            "current_version": version,
-        },
-    )
-
-
-def deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    """CORE §4.5.1: objects merge recursively, arrays and scalars replace, ``None`` removes the key."""
-    out = dict(base)
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
-        elif isinstance(value, dict):
-            out[key] = deep_merge({}, value)  # nulls inside a new object mean "absent"
-        else:
-            out[key] = value
-    return out
-
-
-def _like_terms(query: str | None) -> list[str]:
-    """Whitespace-separated terms, escaped for ``LIKE … ESCAPE '\\'`` (every term must match)."""
-    if not query:
-        return []
-    out = []
-    for term in query.lower().split():
-        esc = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        out.append(f"%{esc}%")
-    return out
-
-
-def _page(conn: sqlite3.Connection, select: str, count: str, where: list[str], args: list[Any], order: str,
-          limit: int, offset: int) -> tuple[list[sqlite3.Row], int]:
-    clause = (" WHERE " + " AND ".join(where)) if where else ""
-    total = conn.execute(count + clause, args).fetchone()[0]
-    rows = conn.execute(f"{select}{clause} ORDER BY {order} LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
-    return rows, int(total)
-
-
 # ---- projects ----------------------------------------------------------------------------
+
+
+def _project_stored(row: sqlite3.Row) -> dict[str, Any]:
+    """The project's own fields with ``_etag``: its task counts changing is not a change of the project."""
+    return with_etag({
+        "project_id": row["project_id"],
+        "name": row["name"],
+        "description": row["description"],
+        "status": row["status"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+        "_version": row["version"],
+    })
 
 
 def _project_dict(conn: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
@@ -250,17 +205,7 @@ def _project_dict(conn: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
         (row["project_id"],),
     ):
         counts[r[0]] = r[1]
-    return {
-        "project_id": row["project_id"],
-        "name": row["name"],
-        "description": row["description"],
-        "status": row["status"],
-        "task_counts": {**counts, "total": sum(counts.values())},
-        "created_at": row["created_at"],
-        "updated_at": row["updated_at"],
-        "_version": row["version"],
-        "_etag": etag_for(row["project_id"], row["version"]),
-    }
+    return {**_project_stored(row), "task_counts": {**counts, "total": sum(counts.values())}}
 
 
 def _project_row(conn: sqlite3.Connection, project_id: str) -> sqlite3.Row:
@@ -298,29 +243,21 @@ def get_project(db: DB, project_id: str) -> dict[str, Any]:
         return _project_dict(c, _project_row(c, project_id))
 
 
-def list_projects(db: DB, *, status: str | None = None, query: str | None = None, limit: int = 20,
-                  offset: int = 0) -> tuple[list[dict[str, Any]], int]:
-    where: list[str] = []
-    args: list[Any] = []
-    if status:
-        where.append("status = ?")
-        args.append(status)
-    for term in _like_terms(query):
-        where.append("lower(name || ' ' || coalesce(description, '')) LIKE ? ESCAPE '\\'")
-        args.append(term)
+def list_projects(db: DB, *, status: str | None = None) -> list[dict[str, Any]]:
+    """Every project (optionally in one status), oldest first."""
+    where, args = ("WHERE status = ?", [status]) if status else ("", [])
     with db.read() as c:
-        rows, total = _page(c, "SELECT * FROM projects", "SELECT COUNT(*) FROM projects", where, args,
-                            "created_at, rowid", limit, offset)
-        return [_project_dict(c, r) for r in rows], total
+        rows = c.execute(f"SELECT * FROM projects {where} ORDER BY created_at, rowid", args).fetchall()
+        return [_project_dict(c, r) for r in rows]
 
 
 def update_project(db: DB, project_id: str, changes: dict[str, Any], if_match: str | None = None) -> tuple[dict[str, Any], bool]:
     """Apply ``changes`` (top-level fields; ``None`` removes). Returns (project, changed)."""
     with db.tx() as c:
         row = _project_row(c, project_id)
-        check_if_match("project", project_id, row["version"], if_match)
+        check_if_match(_project_stored(row), if_match, resource_type="project", resource_id=project_id)
         current = {"name": row["name"], "description": row["description"], "status": row["status"]}
-        merged = deep_merge({k: v for k, v in current.items() if v is not None}, changes)
+        merged = apply_patch({k: v for k, v in current.items() if v is not None}, changes)
         if merged.get("name") and merged["name"].strip() != row["name"]:
             _name_taken(c, merged["name"], project_id)
         new = {"name": merged["name"].strip(), "description": merged.get("description"), "status": merged["status"]}
@@ -338,7 +275,7 @@ def delete_project(db: DB, project_id: str, *, cascade: bool = False, if_match: 
     """Delete a project; with ``cascade`` its tasks, notes and links go too. Returns removed counts."""
     with db.tx() as c:
         row = _project_row(c, project_id)
-        check_if_match("project", project_id, row["version"], if_match)
+        check_if_match(_project_stored(row), if_match, resource_type="project", resource_id=project_id)
         n_tasks = c.execute("SELECT COUNT(*) FROM tasks WHERE project_id = ?", (project_id,)).fetchone()[0]
         if n_tasks and not cascade:
             raise invalid_value(
@@ -365,7 +302,7 @@ def delete_project(db: DB, project_id: str, *, cascade: bool = False, if_match: 
 
 
 def _task_dict(row: sqlite3.Row) -> dict[str, Any]:
-    return {
+    return with_etag({
         "task_id": row["task_id"],
         "project_id": row["project_id"],
         "title": row["title"],
@@ -379,8 +316,7 @@ def _task_dict(row: sqlite3.Row) -> dict[str, Any]:
         "completed_at": row["completed_at"],
         "archived_at": row["archived_at"],
         "_version": row["version"],
-        "_etag": etag_for(row["task_id"], row["version"]),
-    }
+    })
 
 
 def _task_row(conn: sqlite3.Connection, task_id: str) -> sqlite3.Row:
@@ -454,9 +390,8 @@ _TASK_ORDER = (
 
 
 def list_tasks(db: DB, *, project_id: str | None = None, status: str | None = None, priority: str | None = None,
-               tag: str | None = None, assignee: str | None = None, query: str | None = None,
-               due_before: str | None = None, include_archived: bool = False, limit: int = 20,
-               offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+               tag: str | None = None, assignee: str | None = None, due_before: str | None = None,
+               include_archived: bool = False) -> list[dict[str, Any]]:
     """Tasks matching every given filter, most urgent first (then open before done, earliest due, oldest)."""
     where: list[str] = []
     args: list[Any] = []
@@ -480,14 +415,11 @@ def list_tasks(db: DB, *, project_id: str | None = None, status: str | None = No
         args.append(due_before)
     if not include_archived:
         where.append("archived_at IS NULL")
-    for term in _like_terms(query):
-        where.append("lower(title || ' ' || coalesce(description, '')) LIKE ? ESCAPE '\\'")
-        args.append(term)
+    clause = (" WHERE " + " AND ".join(where)) if where else ""
     with db.read() as c:
         if project_id is not None:
             _project_row(c, project_id)
-        rows, total = _page(c, "SELECT * FROM tasks", "SELECT COUNT(*) FROM tasks", where, args, _TASK_ORDER, limit, offset)
-        return [_task_dict(r) for r in rows], total
+        return [_task_dict(r) for r in c.execute(f"SELECT * FROM tasks{clause} ORDER BY {_TASK_ORDER}", args)]
 
 
 def _task_state(row: sqlite3.Row) -> dict[str, Any]:
@@ -513,9 +445,9 @@ def update_task(db: DB, task_id: str, changes: dict[str, Any], if_match: str | N
     """
     with db.tx() as c:
         row = _task_row(c, task_id)
-        check_if_match("task", task_id, row["version"], if_match)
+        check_if_match(_task_dict(row), if_match, resource_type="task", resource_id=task_id)
         before = _task_state(row)
-        after = deep_merge(before, changes)
+        after = apply_patch(before, changes)
         after.setdefault("tags", [])
         after.setdefault("metadata", {})
         after["tags"] = _clean_tags(after["tags"])
@@ -547,7 +479,7 @@ def update_task(db: DB, task_id: str, changes: dict[str, Any], if_match: str | N
 def delete_task(db: DB, task_id: str, if_match: str | None = None) -> dict[str, int]:
     with db.tx() as c:
         row = _task_row(c, task_id)
-        check_if_match("task", task_id, row["version"], if_match)
+        check_if_match(_task_dict(row), if_match, resource_type="task", resource_id=task_id)
         n_notes = c.execute("SELECT COUNT(*) FROM notes WHERE task_id = ?", (task_id,)).fetchone()[0]
         n_links = c.execute(
             "SELECT COUNT(*) FROM links WHERE from_task_id = ? OR to_task_id = ?", (task_id, task_id)
@@ -556,12 +488,12 @@ def delete_task(db: DB, task_id: str, if_match: str | None = None) -> dict[str, 
         return {"notes": n_notes, "links": n_links}
 
 
-def list_task_events(db: DB, task_id: str, *, limit: int = 20, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+def list_task_events(db: DB, task_id: str) -> list[dict[str, Any]]:
+    """The task's history, oldest first."""
     with db.read() as c:
         _task_row(c, task_id)
-        rows, total = _page(c, "SELECT * FROM task_events", "SELECT COUNT(*) FROM task_events", ["task_id = ?"], [task_id],
-                            "event_id", limit, offset)
-        return [{**dict(r), "changes": json.loads(r["changes"])} for r in rows], total
+        rows = c.execute("SELECT * FROM task_events WHERE task_id = ? ORDER BY event_id", (task_id,)).fetchall()
+        return [{**dict(r), "changes": json.loads(r["changes"])} for r in rows]
 
 
 # ---- links -------------------------------------------------------------------------------
@@ -592,6 +524,20 @@ def create_link(db: DB, from_task_id: str, to_task_id: str, link_type: str) -> d
         _event(c, from_task_id, "linked", {"link_id": lid, "link_type": link_type, "to_task_id": to_task_id}, ts)
         _event(c, to_task_id, "linked", {"link_id": lid, "link_type": link_type, "from_task_id": from_task_id}, ts)
         return dict(c.execute("SELECT * FROM links WHERE link_id = ?", (lid,)).fetchone())
+
+
+def linked_tasks(db: DB, task_id: str, direction: str) -> list[tuple[str, str]]:
+    """``(link_type, other task id)`` of the links starting at (``outgoing``) or pointing at
+    (``incoming``) a task, oldest link first."""
+    near, far = ("from_task_id", "to_task_id") if direction == "outgoing" else ("to_task_id", "from_task_id")
+    with db.read() as c:
+        rows = c.execute(f"SELECT link_type, {far} FROM links WHERE {near} = ? ORDER BY created_at, rowid", (task_id,))
+        return [(r[0], r[1]) for r in rows]
+
+
+def task_exists(db: DB, task_id: str) -> bool:
+    with db.read() as c:
+        return c.execute("SELECT 1 FROM tasks WHERE task_id = ?", (task_id,)).fetchone() is not None
 
 
 def delete_link(db: DB, link_id: str) -> None:
@@ -630,12 +576,8 @@ def create_note(db: DB, *, body: str, task_id: str | None = None, project_id: st
         return _note_dict(c.execute("SELECT * FROM notes WHERE note_id = ?", (nid,)).fetchone())
 
 
-def search_notes(db: DB, *, query: str | None = None, task_id: str | None = None, project_id: str | None = None,
-                 limit: int = 20, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
-    """Notes containing every word of ``query`` (case-insensitive), newest first.
-
-    ``project_id`` matches notes on the project itself and on its tasks.
-    """
+def list_notes(db: DB, *, task_id: str | None = None, project_id: str | None = None) -> list[dict[str, Any]]:
+    """Notes, newest first; ``project_id`` matches notes on the project itself and on its tasks."""
     where: list[str] = []
     args: list[Any] = []
     if task_id is not None:
@@ -644,17 +586,13 @@ def search_notes(db: DB, *, query: str | None = None, task_id: str | None = None
     if project_id is not None:
         where.append("(project_id = ? OR task_id IN (SELECT task_id FROM tasks WHERE project_id = ?))")
         args.extend([project_id, project_id])
-    for term in _like_terms(query):
-        where.append("lower(body) LIKE ? ESCAPE '\\'")
-        args.append(term)
+    clause = (" WHERE " + " AND ".join(where)) if where else ""
     with db.read() as c:
         if task_id is not None:
             _task_row(c, task_id)
         if project_id is not None:
             _project_row(c, project_id)
-        rows, total = _page(c, "SELECT * FROM notes", "SELECT COUNT(*) FROM notes", where, args,
-                            "created_at DESC, rowid DESC", limit, offset)
-        return [_note_dict(r) for r in rows], total
+        return [_note_dict(r) for r in c.execute(f"SELECT * FROM notes{clause} ORDER BY created_at DESC, rowid DESC", args)]
 
 
 def delete_note(db: DB, note_id: str) -> None:

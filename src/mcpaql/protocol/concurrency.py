@@ -59,7 +59,7 @@ def current_tag(resource: Mapping[str, Any] | str | int, prefer_version: bool = 
 
 
 def matches(current: str | int, if_match: str | int) -> bool:
-    if if_match == "*" or if_match == '"*"':
+    if isinstance(if_match, str) and _norm(if_match) == "*":  # also '"*"' and surrounding blanks
         return True
     if isinstance(current, int) and not isinstance(current, bool):
         try:
@@ -92,9 +92,14 @@ def check_if_match(
     resource_id: Any = None,
 ) -> None:
     """No-op without ``if_match``; else raise ``CONFLICT_VERSION_MISMATCH`` unless it matches
-    the resource's ``_version`` (when it has one and no ``_etag``) or its computed etag."""
+    the resource's ``_version`` (when it has one and no ``_etag``) or its computed etag.
+    A string of digits (``"3"``, from a string-typed parameter) also matches a ``_version``."""
     if if_match is None:
         return
+    if isinstance(resource, Mapping) and isinstance(if_match, str) and _norm(if_match).isdigit():
+        version = resource.get("_version")
+        if isinstance(version, int) and not isinstance(version, bool) and int(_norm(if_match)) == version:
+            return
     current = current_tag(resource, prefer_version=isinstance(if_match, int) and not isinstance(if_match, bool))
     if not matches(current, if_match):
         raise version_mismatch(if_match, current, resource_type, resource_id)

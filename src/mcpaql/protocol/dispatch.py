@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from ..config import Config
+from ..config import MODES, Config
 from .batch import BATCH_OPERATION, run_batch
 from .collections import collection_capabilities
 from .collections.pagination import CURSOR_SECRET_KEY
@@ -104,6 +104,9 @@ class Engine:
             "version": SPEC_VERSION,
             "conformance": "level-2" if caps.get("batch") and caps.get("field_selection") else "level-1",
             "mode": self.config.mode,
+            # Every mode this implementation can serve (REQ-MODE-002, CORE §10.1); ``mode`` is the
+            # one configured here. The conformance suite's L2-1 accepts it for a one-mode server.
+            "supported_modes": list(MODES),
             "profile": registry.profile,
             "adapter": registry.adapter,
             "display_name": registry.display_name,

@@ -2,7 +2,8 @@
 conformance suite can be shown to catch it. ``python broken_server.py DEFECT`` (stdio).
 
 Defects: wrong-endpoint, unknown-ignored, traceback, no-annotations, no-introspect-ref,
-jsonrpc-errors, iserror-wrong, extra-keys, long-name, none (a faithful copy, as a control).
+jsonrpc-errors, iserror-wrong, extra-keys, long-name, no-mode-claim (semantic mode without
+_protocol.supported_modes: one mode, nothing declared), none (a faithful copy, as a control).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ DEFECTS = (
     "iserror-wrong",
     "extra-keys",
     "long-name",
+    "no-mode-claim",
 )
 TRACEBACK = (
     'Traceback (most recent call last):\n  File "/srv/tasks/src/store.py", line 41, in get_task\n'
@@ -82,6 +84,10 @@ def build(defect: str) -> Server[Any]:
                 raise MCPError(-32602, err["message"])
             if defect == "iserror-wrong":
                 is_error = not is_error
+        if defect == "no-mode-claim" and env.get("success") and isinstance(env.get("data"), dict):
+            proto = env["data"].get("_protocol")
+            if isinstance(proto, dict):
+                proto.pop("supported_modes", None)
         if defect == "extra-keys" and env.get("success") and isinstance(env.get("data"), dict):
             op = env["data"].get("operation")
             if isinstance(op, dict):

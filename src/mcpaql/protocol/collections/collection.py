@@ -738,7 +738,14 @@ def apply_collection(
     examples = spec.examples
     ex = rt.example()
     if ex is not None:
-        examples = (*examples, ex)
+        # Required parameters (the handler's, and `query` with require_query) come from the
+        # author's first example that has them all; without one the combined example is left out.
+        needed = [p.name for p in (*spec.params, *added) if p.required]
+        given = [(e.get("request") or {}).get("params") or {} for e in spec.examples]
+        base = next((g for g in given if all(n in g for n in needed)), None if needed else {})
+        if base is not None:
+            ex["request"]["params"] = {**{n: base[n] for n in needed}, **ex["request"]["params"]}
+            examples = (*examples, ex)
     returns = spec.returns
     if rt.mode == "item" and item_name and returns.name != item_name:
         returns = TypeRef(item_name, "object", returns.description)  # e.g. ``Widget | None``

@@ -1,0 +1,102 @@
+"""Structural checks of adapter files by the loader (REQ-ADPT-002/003/004/009/010/011/014/015; GEN §2.2
+codes). Each case breaks one rule of adapter-schema.schema.json and expects the loader's SchemaError."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from wrap_helpers import new_ctx
+
+from mcpaql.adapters.schema import load_adapter_schema, serve_adapter
+from mcpaql.adapters.schema.load import check_adapter_schema
+from mcpaql.protocol.registry import SchemaError
+
+VALID: dict[str, Any] = {
+    "name": "items-api", "type": "adapter", "version": "1.0.0", "description": "A tiny items API for tests",
+    "target": {"base_url": "https://items.example.invalid", "transport": "http", "protocol": "rest",
+               "serialization": "json"},
+    "operations": {
+        "read": [{"name": "get_item", "maps_to": "GET /items/{item_id}",
+                  "params": {"item_id": {"type": "string", "required": True}}}],
+        "delete": [{"name": "delete_item", "maps_to": "DELETE /items/{item_id}",
+                    "params": {"item_id": {"type": "string", "required": True}}}],
+    },
+}
+
+
+def broken(change) -> dict[str, Any]:
+    data = copy.deepcopy(VALID)
+    change(data)
+    return data
+
+
+def code_of(data: dict[str, Any]) -> str:
+    with pytest.raises(SchemaError) as e:
+        check_adapter_schema(data)
+    return e.value.code
+
+
+def test_valid_file_passes() -> None:
+    check_adapter_schema(copy.deepcopy(VALID))
+
+
+@pytest.mark.parametrize("key", ["name", "type", "version", "description", "target", "operations"])
+def test_req_adpt_002_required_top_level_keys(key: str) -> None:
+    assert code_of(broken(lambda d: d.pop(key))) == "SCHEMA_MISSING_FIELD"
+
+
+@pytest.mark.parametrize("key", ["author", "tags", "triggers", "created", "danger"])
+def test_req_adpt_002_no_other_top_level_keys(key: str) -> None:
+    assert code_of(broken(lambda d: d.update({key: "x"}))) == "SCHEMA_INVALID_TYPE"
+
+
+@pytest.mark.parametrize("name", ["Items", "1items", "items_api", ""])
+def test_req_adpt_003_name_pattern(name: str) -> None:
+    assert code_of(broken(lambda d: d.update(name=name))) == "SCHEMA_INVALID_NAME"
+
+
+def test_req_adpt_004_type_is_adapter() -> None:
+    assert code_of(broken(lambda d: d.update(type="plugin"))) == "SCHEMA_INVALID_TYPE"
+
+
+def test_req_adpt_009_only_crude_groups() -> None:
+    assert code_of(broken(lambda d: d["operations"].update(query=[]))) == "SCHEMA_INVALID_TYPE"
+    assert code_of(broken(lambda d: d["operations"].update(read={"name": "x"}))) == "SCHEMA_INVALID_TYPE"
+
+
+def test_req_adpt_010_operation_definition() -> None:
+    assert code_of(broken(lambda d: d["operations"]["read"][0].pop("maps_to"))) == "SCHEMA_MISSING_FIELD"
+    assert code_of(broken(lambda d: d["operations"]["read"][0].update(danger={"level": "safe"}))) == "SCHEMA_INVALID_TYPE"
+    assert code_of(broken(lambda d: d["operations"]["read"][0].update(name="getItem"))) == "SCHEMA_INVALID_NAME"
+
+
+def test_req_adpt_011_names_unique_across_groups() -> None:
+    assert code_of(broken(lambda d: d["operations"]["delete"][0].update(name="get_item"))) == "SCHEMA_DUPLICATE_NAME"
+
+
+def test_req_adpt_014_parameter_definition() -> None:
+    assert code_of(broken(lambda d: d["operations"]["read"][0]["params"]["item_id"].pop("type"))) == "SCHEMA_MISSING_FIELD"
+    assert code_of(broken(lambda d: d["operations"]["read"][0]["params"]["item_id"].update(alias="id"))) == (
+        "SCHEMA_INVALID_TYPE")
+
+
+def test_load_reports_the_same_errors_for_files(tmp_path: Path) -> None:
+    path = tmp_path / "items-api-adapter.json"
+    path.write_text(json.dumps(broken(lambda d: d.update(author="me"))))
+    with pytest.raises(SchemaError) as e:
+        load_adapter_schema(path)
+    assert e.value.code == "SCHEMA_INVALID_TYPE" and "author" in e.value.message
+
+
+@pytest.mark.anyio
+async def test_req_adpt_015_missing_required_param_rejected_before_the_call(tmp_path: Path) -> None:
+    path = tmp_path / "items-api-adapter.json"
+    path.write_text(json.dumps(VALID))  # base_url is unreachable: a call that got through would fail differently
+    async with serve_adapter(path) as rt:
+        env = await rt.engine.execute({"operation": "get_item", "params": {}}, new_ctx())
+    assert env["success"] is False and env["error"]["code"] == "VALIDATION_MISSING_PARAM"
+    assert "item_id" in env["error"]["message"]
