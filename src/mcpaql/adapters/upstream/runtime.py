@@ -25,6 +25,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from pydantic import TypeAdapter
 
 from ...protocol.context import Context
 from ...protocol.errors import MCPAQLError
@@ -32,6 +33,7 @@ from .ops import upstream_error
 
 log = logging.getLogger("mcpaql.upstream")
 
+_RAW_RESULT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 _CONNECTION_ERRORS = (
     anyio.ClosedResourceError,
     anyio.BrokenResourceError,
@@ -309,7 +311,14 @@ class Upstream:
                 await ctx.report_progress(p, total, message)
 
         try:
-            result = await client.call_tool(tool, arguments, progress_callback=progress)
+            # The raw request, not Client.call_tool: a proxy forwards the upstream's result as it
+            # came (unknown fields included) and the caller validates it; the typed path would
+            # parse it into models, revalidate it against the output schema and dump it again.
+            result = await client.session.send_request(
+                types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments)),
+                _RAW_RESULT,
+                progress_callback=progress,
+            )
         except MCPError as e:
             if e.code == types.CONNECTION_CLOSED:
                 self.mark_broken()
@@ -322,4 +331,4 @@ class Upstream:
             raise self._unavailable(tool) from None
         except (RuntimeError, ValueError) as e:  # client-side checks, e.g. structured output vs outputSchema
             raise upstream_error(f"invalid result from the upstream: {e}", tool=tool) from None
-        return result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        return {k: v for k, v in result.items() if v is not None}
