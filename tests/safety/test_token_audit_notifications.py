@@ -43,8 +43,7 @@ async def test_REQ_TOKEN_019_every_token_event_is_logged_with_its_fields(sqlite_
         assert e["adapter_name"] == "tasks" and e["outcome"], e
     rejected = next(e for e in entries if e["event"] == "TOKEN_REJECTED")
     assert rejected["failure_reason"] == "already_used"
-    revoked = next(e for e in entries if e["event"] == "TOKEN_REVOKED")
-    assert revoked["token_id"] == pending
+    assert pending in {e["token_id"] for e in entries if e["event"] == "TOKEN_REVOKED"}
 
 
 NOTIFICATION_TYPES = {"permission_pending", "autonomy_pause", "danger_zone", "status", "error"}
