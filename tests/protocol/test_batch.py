@@ -131,3 +131,26 @@ def test_schema_following_batch_form(h):
     env = h.call(READ, request)
     assert env["summary"] == {"total": 2, "succeeded": 1, "failed": 1}
     assert h.call(READ, {"operation": "batch"})["error"]["code"] == "NOT_FOUND_OPERATION"
+
+
+
+def test_REQ_WARN_009_item_warnings_are_collapsed_onto_the_batch() -> None:
+    import asyncio
+
+    from mcpaql import Adapter, Config
+
+    app = Adapter("warny")
+
+    def get_thing(ctx, thing_id: str) -> dict:  # ctx by name: the context parameter
+        """Get a thing (always warns the same way)."""
+        ctx.warn("DEPRECATION_WARNING", "get_thing is deprecated", {"type": "operation", "deprecated_item": "get_thing"})
+        return {"thing_id": thing_id}
+
+    app.read(get_thing)
+    eng = app.engine(Config())
+    s = eng.new_session()
+    req = {"operations": [{"operation": "get_thing", "params": {"thing_id": str(i)}} for i in range(3)]}
+    env = asyncio.run(eng.call_tool("warny_mcpaql_read", req, eng.context(s)))
+    assert env["success"] and env["summary"]["succeeded"] == 3
+    assert all(r["result"]["warnings"][0]["code"] == "DEPRECATION_WARNING" for r in env["results"])
+    assert len(env["warnings"]) == 1 and env["warnings"][0]["details"]["occurrence_count"] == 3

@@ -91,7 +91,8 @@ async def run_batch(engine: Engine, request: dict[str, Any], ctx: Context, famil
     if halted:
         summary["halted"] = True
         summary["pending"] = pending
-    env = success(None, None)
+    # Per-item warnings stay on their items; the batch carries them collapsed once (WARN §6.5).
+    env = success(None, warnings or None)
     env["results"] = results
     env["summary"] = summary
     return env

@@ -170,6 +170,9 @@ def classify(spec: OperationSpec, overrides: dict[str, Any] | None = None, *, us
             block.get("confirmation_message"),
         )
     base = CATEGORY_DEFAULT[spec.category]
+    if spec.dangerous and base < DangerLevel.DANGEROUS:
+        # OPS §6.4 / REQ-CLS-012: `dangerous: true` marks significant consequences.
+        return Danger(DangerLevel.DANGEROUS, "declared", ("The operation is marked dangerous",), None)
     if use_patterns:
         level, pat = pattern_level(spec.name)
         if level is not None and level > base:
