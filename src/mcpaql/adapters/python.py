@@ -237,6 +237,8 @@ class Adapter:
         self.capabilities: dict[str, Any] = {}
         # Guards every engine built from this adapter runs (e.g. mcpaql.safety.install_safety).
         self.guards: list[Any] = []
+        # Extension introspect queries every engine built from this adapter answers.
+        self.introspect_queries: dict[str, Any] = {}
         # Fail at definition time, not at serve time: the registry validates every name.
         self.registry()
 
@@ -359,4 +361,6 @@ class Adapter:
     def engine(self, config: Config | None = None, **kw: Any) -> Engine:
         caps = {**self.capabilities, **kw.pop("capabilities", {})}
         guards = [*self.guards, *(kw.pop("guards", None) or ())]
-        return Engine(self.registry(), config, capabilities=caps, guards=guards, **kw)
+        engine = Engine(self.registry(), config, capabilities=caps, guards=guards, **kw)
+        engine.introspect_queries.update(self.introspect_queries)
+        return engine

@@ -45,6 +45,9 @@ from .surface import ToolDef, build_surface
 log = logging.getLogger("mcpaql.dispatch")
 
 Guard = Callable[[CompiledOperation, dict[str, Any], Context], Awaitable[None]]
+# An extension introspection query (INTRO §8.3(3), Part F #20): e.g. the safety layer's
+# ``quota_status`` and ``adapter_info``. Called with the context and the optional ``name``.
+IntrospectQuery = Callable[[Context, Any], Awaitable[Any]]
 ANY_FAMILY = object()  # in-process callers that skip endpoint matching
 
 
@@ -75,6 +78,7 @@ class Engine:
         single = next((t.name for t in self.tools if t.family is None), None)
         self.single_tool = single
         self.guards: list[Guard] = list(guards or [])
+        self.introspect_queries: dict[str, IntrospectQuery] = {}
         self.cursor_secret = os.urandom(32)
         self._compiled: dict[str, CompiledOperation] = {}
         details: dict[str, dict[str, Any]] = {}
@@ -222,8 +226,11 @@ class Engine:
             return await result
         return result
 
-    async def _introspect(self, query: Any, name: Any = None, ctx: Context | None = None) -> dict[str, Any]:
-        return self.introspector.run(query, name, ctx.session.id if ctx else "sess_none")
+    async def _introspect(self, query: Any, name: Any = None, ctx: Context | None = None) -> Any:
+        extra = self.introspect_queries.get(query) if isinstance(query, str) else None
+        if extra is not None and ctx is not None:
+            return await extra(ctx, name)
+        return self.introspector.run(query, name, ctx.session.id if ctx else "sess_none", tuple(self.introspect_queries))
 
     # ---- rendering --------------------------------------------------------------------------
 

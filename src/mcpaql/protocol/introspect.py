@@ -155,11 +155,11 @@ class Introspector:
     def protocol(self, session_id: str) -> dict[str, Any]:
         return {**self._protocol, "session_id": session_id}
 
-    def run(self, query: Any, name: Any, session_id: str) -> dict[str, Any]:
+    def run(self, query: Any, name: Any, session_id: str, extra: tuple[str, ...] = ()) -> dict[str, Any]:
         if query not in QUERY_TYPES:
             raise MCPAQLError(
                 "INVALID_QUERY_TYPE",
-                f"Unknown query type: '{query}'. Supported types: {', '.join(QUERY_TYPES)}",
+                f"Unknown query type: '{query}'. Supported types: {', '.join((*QUERY_TYPES, *extra))}",
             )
         if query == "operations":
             if name is None:

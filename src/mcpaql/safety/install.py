@@ -134,6 +134,20 @@ class Safety:
             caps["execution_safety_loop_config"] = self.loop.cfg.describe()  # REQ-AUTO-009 defaults
         return caps
 
+    def introspect_queries(self) -> dict[str, Any]:
+        """Extension ``introspect`` queries (INTRO §8.3(3); Part F #20): ``quota_status``
+        (RATE §6, REQ-RATE-004) and ``adapter_info`` (TRUST §6.4, REQ-TRUST-010)."""
+
+        async def quota_status(ctx: Any, name: Any) -> dict[str, Any]:
+            if self.limiter is None:
+                return {"adapter": self.adapter, "api_limits": [], "quotas": [], "next_reset": None}
+            return await self.limiter.status()
+
+        async def adapter_info(ctx: Any, name: Any) -> dict[str, Any]:
+            return {"name": self.adapter, "trust": {"level": self.trust.label}}
+
+        return {"quota_status": quota_status, "adapter_info": adapter_info}
+
     def add_channel(self, channel: DisplayChannel) -> None:
         self.challenges.channels.append(channel)
 
@@ -163,6 +177,7 @@ def install_safety(target: AdapterLike | Registry | Engine, config: SafetyConfig
             raise ValueError("an Engine's registry is frozen: install the safety loop on its Adapter or Registry")
         target.guards.extend(safety.guards)
         target.capabilities.update(safety.capabilities())
+        target.introspect_queries.update(safety.introspect_queries())
         return safety
     if safety.loop is not None:
         for spec in safety.loop.operations():
@@ -176,6 +191,9 @@ def install_safety(target: AdapterLike | Registry | Engine, config: SafetyConfig
             specs[:] = [_with_danger_note(safety, s) for s in specs]
         target.guards.extend(safety.guards)
         target.capabilities.update(safety.capabilities())
+        queries = getattr(target, "introspect_queries", None)
+        if isinstance(queries, dict):
+            queries.update(safety.introspect_queries())
     return safety
 
 
@@ -207,4 +225,5 @@ def guard_engine(config: SafetyConfig | dict[str, Any] | None = None, *, store: 
                         description="Execution safety loop: report every intended action before taking it.")
     safety = install_safety(registry, cfg, store=store, channels=channels)
     engine = Engine(registry, engine_config, guards=safety.guards, capabilities=safety.capabilities())
+    engine.introspect_queries.update(safety.introspect_queries())
     return engine, safety
