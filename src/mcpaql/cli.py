@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -195,12 +196,16 @@ def _upstreams(extra: list[str], url: str | None, headers: list[str], upstream: 
             _fail(f"--header must be K=V, got '{h}'")
         hdrs[k.strip()] = v
     specs = []
+    # A stdio upstream is the user's own command: like any process they start, it inherits their
+    # environment (API keys such as GITHUB_TOKEN live there), not just the SDK's short safe list.
+    env = dict(os.environ)
     try:
         if extra:
-            specs.append(UpstreamSpec.from_argv(extra, name=name))
+            specs.append(UpstreamSpec.from_argv(extra, name=name, env=env))
         if url:
             specs.append(UpstreamSpec.from_url(url, name=name, headers=hdrs or None))
-        specs.extend(UpstreamSpec.parse(u) for u in upstream)
+        specs.extend(UpstreamSpec.parse(u, env=env) if not re.match(r"^([a-z][a-z0-9_-]*=)?https?://", u)
+                     else UpstreamSpec.parse(u) for u in upstream)
     except ValueError as e:
         _fail(str(e))
     if not specs:

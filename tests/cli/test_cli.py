@@ -33,6 +33,13 @@ def memory_bin() -> str:
     return str(MEMORY)
 
 
+@pytest.fixture(autouse=True)
+def _private_memory_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wrapped server-memory writes its graph to MEMORY_FILE_PATH: one file per test, never the
+    package's shared default."""
+    monkeypatch.setenv("MEMORY_FILE_PATH", str(tmp_path / "memory.jsonl"))
+
+
 @pytest.fixture
 def demo_env(tmp_path: Path) -> dict[str, str]:
     return {"MCPAQL_DEMO_DB": str(tmp_path / "demo.db")}
@@ -186,3 +193,13 @@ async def test_serve_with_safety_confirms_destructive_operations(tmp_path: Path)
         assert done["success"], done
         replay = await call(client, "tasks_mcpaql_delete", "delete_project", {"project_id": pid, "_confirmation": token})
         assert replay["error"]["code"] == "TOKEN_ALREADY_USED"
+
+
+def test_wrap_passes_the_callers_environment_to_a_stdio_upstream(tmp_path: Path) -> None:
+    """server-memory reads MEMORY_FILE_PATH: the wrapped upstream must see the caller's environment."""
+    memfile = tmp_path / "graph.jsonl"
+    r = run_cli("call", "--json", "-o", "create_entities", "-p",
+                json.dumps({"entities": [{"name": "env-check", "entityType": "probe", "observations": []}]}),
+                "--", MCPAQL, "wrap", "--", memory_bin(), env={"MEMORY_FILE_PATH": str(memfile)})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert memfile.exists() and "env-check" in memfile.read_text()

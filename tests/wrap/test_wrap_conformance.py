@@ -1,8 +1,13 @@
 """A wrapped server is a conformant MCP-AQL server: the project's live conformance suite, over
-real stdio, against the wrapper in front of the GitHub-89 replay and the real server-memory."""
+real stdio, against the wrapper in front of the GitHub-89 replay and the real server-memory.
+
+Both reach Level 2: the wrapper serves every mode, batches, and gives READ operations `fields`
+(L2-2 selects a field of a JSON result: the replay's echo, server-memory's `read_graph`).
+"""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -10,31 +15,53 @@ import pytest
 from wrap_helpers import FIXTURES
 
 from mcpaql.adapters.upstream.replay import argv_for
-from mcpaql.conformance import Status, run_conformance
+from mcpaql.conformance import Report, Status, run_conformance
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 SCHEMAS = FIXTURES.parents[1] / "spec" / "schemas"
-SERVE = ("import anyio, sys; from mcpaql.adapters.upstream.serve import serve_wrapped_stdio; "
+# The upstream gets MEMORY_FILE_PATH explicitly: a stdio upstream otherwise sees only the MCP
+# SDK's default environment and server-memory would use its shared default file.
+SERVE = ("import anyio, os, sys; from mcpaql.adapters.upstream.serve import serve_wrapped_stdio; "
          "from mcpaql.adapters.upstream.runtime import UpstreamSpec; "
-         "anyio.run(lambda: serve_wrapped_stdio(UpstreamSpec.from_argv(sys.argv[2:], name=sys.argv[1])))")
+         "env = {'MEMORY_FILE_PATH': os.environ['MEMORY_FILE_PATH']}; "
+         "anyio.run(lambda: serve_wrapped_stdio(UpstreamSpec.from_argv(sys.argv[2:], name=sys.argv[1], env=env)))")
+MEMORY = Path(__file__).resolve().parents[2] / ".cache-upstreams" / "node_modules" / ".bin" / "mcp-server-memory"
 
 
-async def _failures(name: str, upstream: list[str], mode: str, tmp: Path) -> dict[str, str]:
-    report = await run_conformance([sys.executable, "-c", SERVE, name, *upstream], level=1, read_only=True,
-                                   schemas=SCHEMAS if SCHEMAS.is_dir() else None,
-                                   env={"MCP_AQL_ENDPOINT_MODE": mode, "PATH": "/usr/bin:/bin",
-                                        "MEMORY_FILE_PATH": str(tmp / "memory.jsonl")})
-    return {r.id: r.message for r in report.results if r.status is Status.FAIL}
+async def _run(name: str, upstream: list[str], mode: str, tmp: Path) -> Report:
+    return await run_conformance([sys.executable, "-c", SERVE, name, *upstream], level=2, read_only=True,
+                                 schemas=SCHEMAS if SCHEMAS.is_dir() else None,
+                                 env={"MCP_AQL_ENDPOINT_MODE": mode, "PATH": "/usr/bin:/bin",
+                                      "MEMORY_FILE_PATH": str(tmp / "memory.jsonl")})
+
+
+def _assert_level_2(report: Report) -> None:
+    not_passed = {r.id: f"{r.status.value}: {r.message}" for r in report.results if r.status in (Status.FAIL, Status.WARN)}
+    assert not_passed == {}
+    assert report.exit_code == 0
+    line = report.summary_line()
+    assert line.startswith("Level 2 MET: ") and ", 0 warned, 0 failed, " in line, line
+    assert line.endswith("— MCP-AQL Level 2 Conformant (spec 1.0.0-draft)"), line
+    l22 = next(r for r in report.results if r.id == "L2-2")
+    assert l22.status is Status.PASS and "returned only that field" in l22.message
 
 
 @pytest.mark.parametrize("mode", ["semantic", "single", "all"])
-async def test_wrapped_github_replay_passes_level_1(mode: str, tmp_path: Path) -> None:
-    assert await _failures("github", argv_for(FIXTURES / "github-mcp-all.tools-list.json"), mode, tmp_path) == {}
+async def test_wrapped_github_replay_reaches_level_2(mode: str, tmp_path: Path) -> None:
+    _assert_level_2(await _run("github", argv_for(FIXTURES / "github-mcp-all.tools-list.json"), mode, tmp_path))
 
 
 @pytest.mark.upstream
-async def test_wrapped_real_memory_server_passes_level_1(tmp_path: Path) -> None:
-    memory = Path(__file__).resolve().parents[2] / ".cache-upstreams" / "node_modules" / ".bin" / "mcp-server-memory"
-    if not memory.exists():
-        pytest.fail(f"{memory} is missing: run tests/wrap/install_upstreams.sh")
-    assert await _failures("memory", [str(memory)], "all", tmp_path) == {}
+@pytest.mark.parametrize("graph", ["empty", "populated"])
+async def test_wrapped_real_memory_server_reaches_level_2(graph: str, tmp_path: Path) -> None:
+    if not MEMORY.exists():
+        pytest.fail(f"{MEMORY} is missing: run tests/wrap/install_upstreams.sh")
+    if graph == "populated":  # read_graph → {"entities": [...], "relations": []}: L2-2 selects entities.<field>
+        rows = [{"type": "entity", "name": "ada", "entityType": "person", "observations": ["math"]},
+                {"type": "entity", "name": "bab", "entityType": "machine", "observations": []}]
+        (tmp_path / "memory.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    report = await _run("memory", [str(MEMORY)], "all", tmp_path)
+    _assert_level_2(report)
+    l22 = next(r for r in report.results if r.id == "L2-2")
+    expected = "fields=['entities.name']" if graph == "populated" else "fields=['entities']"
+    assert l22.message.startswith("read_graph with " + expected), l22.message

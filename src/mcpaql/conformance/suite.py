@@ -146,18 +146,31 @@ def _singular(s: str) -> str:
 
 def _records(data: Any) -> list[dict[str, Any]]:
     """The records inside a READ result: a list, ``items``/``results``-like lists, or one object."""
+    return _records_at(data)[0]
+
+
+def _records_at(data: Any) -> tuple[list[dict[str, Any]], str | None]:
+    """:func:`_records` plus the key of ``data`` they were found under (None: the data itself).
+
+    Text that is a JSON object or array (what many MCP tools return, and wrapped ones pass on
+    as-is) is read as that JSON."""
+    if isinstance(data, str) and data.lstrip()[:1] in ("{", "["):
+        try:
+            data = json.loads(data)
+        except ValueError:
+            return [], None
     if isinstance(data, list):
-        return [d for d in data if isinstance(d, dict)]
+        return [d for d in data if isinstance(d, dict)], None
     if isinstance(data, dict):
         for key in ("items", "results", "records", "data", "nodes", "edges"):
             v = data.get(key)
             if isinstance(v, list):
-                return [d for d in v if isinstance(d, dict)]
-        lists = [v for v in data.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
+                return [d for d in v if isinstance(d, dict)], key
+        lists = [(k, v) for k, v in data.items() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
         if len(lists) == 1:
-            return lists[0]
-        return [data]
-    return []
+            return lists[0][1], lists[0][0]
+        return [data], None
+    return [], None
 
 
 def _record(data: Any, hint: str | None = None) -> dict[str, Any] | None:
@@ -1624,13 +1637,19 @@ class Suite:
             except CannotBuild:
                 continue
             full = await self.op(op, base)
-            recs = _records(full.data) if full.ok else []
+            recs, under = _records_at(full.data) if full.ok else ([], None)
             keys = [k for k in (recs[0] if recs else {}) if not k.startswith("_") and not is_id_like(k)]
             if not keys:
                 tried.append(f"{op}: no records to select from")
                 continue
-            pick = keys[0]
-            sel = await self.op(op, {**base, "fields": [pick]})
+            pick = path = keys[0]
+            sel = await self.op(op, {**base, "fields": [path]})
+            if under is not None and sel.code == "VALIDATION_INVALID_VALUE":
+                # Records found inside a container object (``{"entities": [...]}``): a server whose
+                # paths are relative to the whole result (wrapped READ operations) names the field
+                # through its container, as FS dot notation does.
+                path = f"{under}.{pick}"
+                sel = await self.op(op, {**base, "fields": [path]})
             srecs = _records(sel.data) if sel.ok else []
             extra = sorted({k for r in srecs for k in r if k != pick and not is_id_like(k) and not k.startswith("_")})
             if not sel.ok:
@@ -1640,7 +1659,7 @@ class Suite:
                     LEVEL2,
                     WARN,
                     ["REQ-FSEL-002", "REQ-FSEL-003"],
-                    f"{op} rejected fields=[{pick!r}]: {sel.code}: {sel.message[:100]}",
+                    f"{op} rejected fields=[{path!r}]: {sel.code}: {sel.message[:100]}",
                     [sel],
                 )
                 return
@@ -1651,7 +1670,7 @@ class Suite:
                     LEVEL2,
                     WARN,
                     ["REQ-FSEL-011"],
-                    f"{op} with fields=[{pick!r}] returned other fields too: {', '.join(extra[:8])}",
+                    f"{op} with fields=[{path!r}] returned other fields too: {', '.join(extra[:8])}",
                     [sel],
                 )
                 return
@@ -1662,7 +1681,7 @@ class Suite:
                 LEVEL2,
                 PASS,
                 ["REQ-FSEL-002", "REQ-FSEL-011"],
-                f"{op} with fields=[{pick!r}] returned only that field ({len(srecs)} record(s))",
+                f"{op} with fields=[{path!r}] returned only that field ({len(srecs)} record(s))",
             )
             return
         self.add(

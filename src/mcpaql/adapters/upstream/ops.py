@@ -10,7 +10,8 @@
 * Results (:func:`result_data`): one text block → the text; structured content whose text
   blocks only repeat it → the structured object; anything else → the MCP content blocks as
   they came (images, audio, resources, links, annotations) — lossless and without wrappers
-  added when none are needed. ``isError`` results and JSON-RPC errors become
+  added when none are needed. READ operations built with ``field_selection=True`` (``wrap``)
+  also take ``fields``, which projects a JSON result (see :mod:`.fields`). ``isError`` results and JSON-RPC errors become
   :class:`MCPAQLError` codes by message inspection (REQ-ERR-007's status table).
 """
 
@@ -21,12 +22,14 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from ...protocol.categories import Category
 from ...protocol.context import Context
 from ...protocol.errors import MCPAQLError
 from ...protocol.operations import NO_DEFAULT, OperationSpec, ParamSpec, TypeRef, TypeSpec
 from ...protocol.registry import NAME_RE
 from ...protocol.schema import parameter_info, pascal, resolve, walk_named
 from .classify import Classification, classify, snake_name
+from .fields import FIELDS, fields_param, select, wants_fields
 
 CTX_PARAM = "_mcpaql_ctx"
 RESULT_TYPE = TypeRef("ToolResult", "object")
@@ -101,18 +104,28 @@ def spec_from_tool(
     name: str | None = None,
     classification: Classification | None = None,
     upstream: str | None = None,
+    field_selection: bool = False,
 ) -> OperationSpec:
-    """One operation per upstream tool; the handler forwards to ``call`` (upstream ``tools/call``)."""
+    """One operation per upstream tool; the handler forwards to ``call`` (upstream ``tools/call``).
+
+    ``field_selection`` adds the ``fields`` parameter to a READ operation whose tool has none.
+    """
     tool_name = str(tool["name"])
     c = classification or classify(tool)
     op_name = name or snake_name(tool_name)
     params, types = params_from_schema(op_name, tool.get("inputSchema"))
     description = " ".join(str(tool.get("description") or tool.get("title") or op_name.replace("_", " ")).split())
+    selectable = field_selection and c.category is Category.READ and wants_fields(params)
+    if selectable:
+        params.append(fields_param())
+    output_schema = tool.get("outputSchema") if isinstance(tool.get("outputSchema"), dict) else None
 
     async def handler(**kwargs: Any) -> Any:
         ctx: Context = kwargs.pop(CTX_PARAM)
+        fields = kwargs.pop(FIELDS, None) if selectable else None
         result = await call(tool_name, kwargs, ctx)
-        return result_data(result, tool_name)
+        data = result_data(result, tool_name)  # raises for isError results
+        return data if fields is None else select(result, fields, tool_name, output_schema)
 
     return OperationSpec(
         name=op_name,
@@ -131,6 +144,7 @@ def spec_from_tool(
             "upstream": upstream,
             "classification": c.as_dict(),
             "annotations": dict(tool.get("annotations") or {}),
+            **({"field_selection": True} if selectable else {}),
         },
     )
 

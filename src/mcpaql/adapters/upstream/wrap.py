@@ -6,6 +6,8 @@ every upstream, turns their tools into operations (classification, snake_case na
 names are prefixed with the upstream's name only where two upstreams would collide.
 ``read_only`` keeps only READ operations; ``include``/``exclude`` are globs matched against
 both the tool name and the operation name (``upstream:glob`` limits a glob to one upstream).
+READ operations take ``fields`` (see :mod:`.fields`), which makes ``_protocol.capabilities``
+report ``field_selection: true``.
 
 When an upstream sends ``tools/list_changed`` the wrapper rebuilds its engine and calls the
 ``on_change`` listeners (the MCP server uses that to send its own ``list_changed``).
@@ -129,7 +131,7 @@ def build_registry(
         open_world = any((t.get("annotations") or {}).get("openWorldHint", True) for ts in sources.values() for t in ts)
     reg = Registry(name, display_name=display_name, version=version, open_world=open_world, description=description)
     for up, tool, op, c in select_tools(sources, **select):
-        reg.add(spec_from_tool(tool, call_for(up), name=op, classification=c, upstream=up))
+        reg.add(spec_from_tool(tool, call_for(up), name=op, classification=c, upstream=up, field_selection=True))
     return reg
 
 

@@ -785,6 +785,8 @@ def collection_capabilities(specs: Iterable[OperationSpec]) -> dict[str, bool]:
                 caps["aggregations"] = True
             if rt.computed:
                 caps["computed_fields"] = True
+        elif s.extensions.get("field_selection"):  # e.g. wrapped READ operations (adapters/upstream/fields.py)
+            caps["field_selection"] = True
         if (s.relationship_capabilities or {}).get("supported"):
             caps["relationship_queries"] = True
         if s.computed_fields:

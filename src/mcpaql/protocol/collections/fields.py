@@ -20,6 +20,10 @@ from ..errors import internal_error, invalid_value
 FIELD_PATH = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
 COMPUTED_PATH = re.compile(r"^_computed\.[a-z][a-z0-9_]*$")
 SELECTABLE_PATTERN = r"^(?:[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*|_computed\.[a-z][a-z0-9_]*)$"
+# Paths into foreign JSON (wrapped MCP results): any key spelling (camelCase, kebab-case, ``@type``)
+# except dots and whitespace, which separate the path's segments.
+JSON_PATH_PATTERN = r"^[^.\s]+(?:\.[^.\s]+)*$"
+JSON_PATH = re.compile(JSON_PATH_PATTERN)
 STANDARD_PRESETS = ("minimal", "standard", "full")
 COMPUTED_PREFIX = "_computed."
 
@@ -141,7 +145,9 @@ class FieldSelector:
         default: str = "standard",
         computed: Iterable[str] = (),
         key: str | None = None,
+        path_pattern: re.Pattern[str] = FIELD_PATH,
     ) -> None:
+        self.path_pattern = path_pattern
         self.known: tuple[str, ...] | None = tuple(known) if known is not None else None
         self.computed = tuple(computed)
         presets = {k: tuple(v) for k, v in (presets or {}).items()}
@@ -205,7 +211,7 @@ class FieldSelector:
         else:
             base = ()
         paths = list(fields or ())
-        bad = [p for p in paths if not (FIELD_PATH.match(p) or COMPUTED_PATH.match(p))]
+        bad = [p for p in paths if not (self.path_pattern.match(p) or COMPUTED_PATH.match(p))]
         if bad:
             raise invalid_value("fields", "pattern", f"has invalid field path(s): {', '.join(repr(b) for b in bad)}")
         self.check_paths(paths)
@@ -229,11 +235,11 @@ class FieldSelector:
         return Projection(plain_paths, computed, name)
 
 
-def fields_schema(selector: FieldSelector) -> dict[str, Any]:
+def fields_schema(selector: FieldSelector, pattern: str = SELECTABLE_PATTERN) -> dict[str, Any]:
     return {
         "anyOf": [
             {"type": "string", "enum": selector.preset_names},
-            {"type": "array", "items": {"type": "string", "pattern": SELECTABLE_PATTERN}, "minItems": 1, "maxItems": 200},
+            {"type": "array", "items": {"type": "string", "pattern": pattern}, "minItems": 1, "maxItems": 200},
         ]
     }
 
@@ -241,6 +247,8 @@ def fields_schema(selector: FieldSelector) -> dict[str, Any]:
 __all__ = [
     "COMPUTED_PATH",
     "FIELD_PATH",
+    "JSON_PATH",
+    "JSON_PATH_PATTERN",
     "MISSING",
     "FieldSelector",
     "Projection",
