@@ -32,9 +32,9 @@ from ..protocol.categories import CRUDE_FAMILIES, Category, EndpointFamily
 from ..protocol.collections import apply_collection, item_schema_for
 from ..protocol.context import Context
 from ..protocol.dispatch import Engine
-from ..protocol.operations import NO_DEFAULT, OperationSpec, ParamSpec, TypeRef, TypeSpec
+from ..protocol.operations import NO_DEFAULT, OperationSpec, ParamSpec, TypeRef, TypeSpec, type_specs
 from ..protocol.registry import Registry, SchemaError
-from ..protocol.schema import parameter_info, pascal, resolve, strip_null, walk_named
+from ..protocol.schema import pascal, resolve, strip_null
 from ..protocol.update import update_semantics
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -91,23 +91,6 @@ def _docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     return description, args
 
 
-def _type_specs(schema: dict[str, Any]) -> list[TypeSpec]:
-    found: list[TypeSpec] = []
-
-    def visit(name: str, node: dict[str, Any]) -> None:
-        if "enum" in node:
-            found.append(TypeSpec(name, "enum", node.get("description"), tuple(str(v) for v in node["enum"])))
-            return
-        req = set(node.get("required") or [])
-        fields = tuple(
-            parameter_info(k, v, k in req) for k, v in (node.get("properties") or {}).items()
-        )
-        found.append(TypeSpec(name, "object", node.get("description"), fields=fields))
-
-    walk_named(schema, visit)
-    return found
-
-
 def _returns(fn_name: str, tp: Any) -> tuple[TypeRef, list[TypeSpec]]:
     if tp is inspect.Signature.empty or tp is None or tp is type(None):
         return TypeRef("Null", "scalar", "No data"), []
@@ -116,17 +99,17 @@ def _returns(fn_name: str, tp: Any) -> tuple[TypeRef, list[TypeSpec]]:
     if isinstance(tp, type) and issubclass(tp, BaseModel | enum.Enum):
         schema = resolve(TypeAdapter(tp).json_schema(), tp.__name__)
         kind = "enum" if issubclass(tp, enum.Enum) else "object"
-        return TypeRef(tp.__name__, kind, _own_doc(tp)), _type_specs(schema)
+        return TypeRef(tp.__name__, kind, _own_doc(tp)), type_specs(schema)
     if inner is not None and isinstance(inner, type) and issubclass(inner, BaseModel):
         schema = resolve(TypeAdapter(inner).json_schema(), inner.__name__)
-        return TypeRef(f"{inner.__name__}[]", "object", f"Array of {inner.__name__}"), _type_specs(schema)
+        return TypeRef(f"{inner.__name__}[]", "object", f"Array of {inner.__name__}"), type_specs(schema)
     try:
         schema = resolve(TypeAdapter(tp).json_schema(), pascal(fn_name, "result"))
     except Exception:
         return TypeRef("Object", "object"), []
     label = schema.get("type", "object")
     kind = "object" if label in ("object", "array") else "scalar"
-    return TypeRef(str(label).title(), kind), _type_specs(schema)
+    return TypeRef(str(label).title(), kind), type_specs(schema)
 
 
 def _param(fn_name: str, pname: str, param: inspect.Parameter, tp: Any, doc: str | None) -> tuple[ParamSpec, list[TypeSpec]]:
@@ -170,7 +153,7 @@ def _param(fn_name: str, pname: str, param: inspect.Parameter, tp: Any, doc: str
     if default is NO_DEFAULT and not required:
         # Pass the Python default through untouched: the handler's own default applies.
         pass
-    return spec, _type_specs(schema)
+    return spec, type_specs(schema)
 
 
 def _is_context(tp: Any) -> bool:
@@ -272,7 +255,7 @@ class Adapter:
     def type(self, tp: type) -> type:
         """Add a model or enum to ``introspect types`` even if no operation mentions it."""
         schema = resolve(TypeAdapter(tp).json_schema(), tp.__name__)
-        self._types.extend(_type_specs(schema))
+        self._types.extend(type_specs(schema))
         return tp
 
     # ---- building -----------------------------------------------------------------------

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .categories import CRUDE_ENDPOINT_FOR, Category
-from .schema import parameter_info
+from .schema import parameter_info, walk_named
 
 NO_DEFAULT: Any = ...
 
@@ -151,3 +151,20 @@ class OperationSpec:
         if self.lifecycle:
             d["lifecycle"] = dict(self.lifecycle)
         return d
+
+
+def type_specs(schema: dict[str, Any]) -> list[TypeSpec]:
+    """Every named object/enum shape inside a resolved schema, as ``introspect types`` entries
+    (so nested models and enums are listed, not flattened)."""
+    found: list[TypeSpec] = []
+
+    def visit(name: str, node: dict[str, Any]) -> None:
+        if "enum" in node:
+            found.append(TypeSpec(name, "enum", node.get("description"), tuple(str(v) for v in node["enum"])))
+            return
+        req = set(node.get("required") or [])
+        fields = tuple(parameter_info(k, v, k in req) for k, v in (node.get("properties") or {}).items())
+        found.append(TypeSpec(name, "object", node.get("description"), fields=fields))
+
+    walk_named(schema, visit)
+    return found

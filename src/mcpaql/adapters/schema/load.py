@@ -280,6 +280,7 @@ class AdapterRuntime:
         self._stack: contextlib.AsyncExitStack | None = None
         self._engine: Engine | None = None
         self._http: httpx.AsyncClient | None = None
+        self._listeners: list[Callable[[Engine], Any]] = []
 
     async def __aenter__(self) -> AdapterRuntime:
         self._stack = contextlib.AsyncExitStack()
@@ -305,6 +306,13 @@ class AdapterRuntime:
 
     async def _changed(self, _up: Upstream) -> None:
         self._engine = self._build()
+        for listener in self._listeners:  # e.g. the MCP server, which tells its clients
+            r = listener(self._engine)
+            if r is not None:
+                await r
+
+    def on_change(self, listener: Callable[[Engine], Any]) -> None:
+        self._listeners.append(listener)
 
     @property
     def engine(self) -> Engine:

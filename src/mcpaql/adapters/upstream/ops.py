@@ -25,9 +25,9 @@ from typing import Any
 from ...protocol.categories import Category
 from ...protocol.context import Context
 from ...protocol.errors import MCPAQLError
-from ...protocol.operations import NO_DEFAULT, OperationSpec, ParamSpec, TypeRef, TypeSpec
+from ...protocol.operations import NO_DEFAULT, OperationSpec, ParamSpec, TypeRef, TypeSpec, type_specs
 from ...protocol.registry import NAME_RE
-from ...protocol.schema import parameter_info, pascal, resolve, walk_named
+from ...protocol.schema import pascal, resolve
 from .classify import Classification, classify, snake_name
 from .fields import FIELDS, fields_param, select, wants_fields
 
@@ -42,21 +42,6 @@ CallFn = Callable[[str, dict[str, Any], Context], Awaitable[dict[str, Any]]]
 def param_name(original: str) -> str:
     """``issueNumber`` / ``issue-number`` / ``$filter`` → ``issue_number`` / ``filter``."""
     return snake_name(original)
-
-
-def _type_specs(schema: dict[str, Any]) -> list[TypeSpec]:
-    found: list[TypeSpec] = []
-
-    def visit(name: str, node: dict[str, Any]) -> None:
-        if "enum" in node:
-            found.append(TypeSpec(name, "enum", node.get("description"), tuple(str(v) for v in node["enum"])))
-            return
-        req = set(node.get("required") or [])
-        fields = tuple(parameter_info(k, v, k in req) for k, v in (node.get("properties") or {}).items())
-        found.append(TypeSpec(name, "object", node.get("description"), fields=fields))
-
-    walk_named(schema, visit)
-    return found
 
 
 def params_from_schema(op_name: str, input_schema: Mapping[str, Any] | None) -> tuple[list[ParamSpec], list[TypeSpec]]:
@@ -89,7 +74,7 @@ def params_from_schema(op_name: str, input_schema: Mapping[str, Any] | None) -> 
                 sensitive=bool(pschema.get("writeOnly")) or pschema.get("format") == "password",
             )
         )
-        types.extend(_type_specs(pschema))
+        types.extend(type_specs(pschema))
     return params, types
 
 
