@@ -79,6 +79,9 @@ class Gatekeeper:
         self.confirm_destructive = confirm_destructive
         self.loop = loop
         self._danger: dict[str, Danger] = {}
+        # Trust, policies and danger are fixed for the adapter's lifetime, so each operation's
+        # verdict is computed once and the allowed path is a dictionary lookup.
+        self._verdicts: dict[str, tuple[Danger, str, str]] = {}
         self._next_purge = 0.0
 
     def danger_of(self, compiled: CompiledOperation) -> Danger:
@@ -114,8 +117,11 @@ class Gatekeeper:
             if self.limiter is not None:
                 await self.limiter.check(spec, values, ctx)
             return
-        danger = self.danger_of(compiled)
-        permission, source = self.decide(spec.name, danger)
+        cached = self._verdicts.get(spec.name)
+        if cached is None:
+            danger = self.danger_of(compiled)
+            cached = self._verdicts[spec.name] = (danger, *self.decide(spec.name, danger))
+        danger, permission, source = cached
         logged = danger.level >= DangerLevel.DESTRUCTIVE
         if permission in (DENY, INTROSPECT_ONLY):
             await self._log(spec.name, spec.family, danger, "denied", source, values, ctx)
