@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -48,8 +49,11 @@ def boom() -> str:
 
 @app.read
 def noisy() -> str:
-    """Prints to stdout, which on stdio is the wire: the transport must keep it off."""
+    """Prints to stdout, which on stdio is the wire: the transport must keep it off — Python
+    prints, raw writes to fd 1 and child processes inheriting fd 1 alike."""
     print("stray print from a handler")
+    os.write(1, b"raw write to fd 1\n")
+    subprocess.run([sys.executable, "-c", "print('output of a child process')"], check=True)
     return "ok"
 
 

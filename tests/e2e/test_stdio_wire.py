@@ -57,4 +57,17 @@ def test_stdout_is_only_json_rpc_and_eof_ends_the_server() -> None:
     assert json.loads(results[2]["content"][0]["text"]) == {"success": True, "data": "ok"}
     assert results[3]["isError"] is True
     assert "stray print from a handler" in stderr
+    assert "raw write to fd 1" in stderr and "output of a child process" in stderr
     assert "/secret/path.py" in stderr  # the traceback goes to the server log, not the client
+
+
+def test_stdin_from_a_regular_file_uses_the_threaded_fallback(tmp_path) -> None:
+    """fd 0 that the event loop cannot watch (a file, not a pipe) still serves: the SDK's own
+    thread-backed streams take over (mcpaql.mcp.stdio_pipes returns None)."""
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(rpc(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": CLIENT}))
+    with requests.open("rb") as stdin:
+        proc = subprocess.run([PY, APP, "stdio"], stdin=stdin, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    first = json.loads(proc.stdout.splitlines()[0])
+    assert first["id"] == 1 and first["result"]["serverInfo"]["name"] == ADAPTER

@@ -19,6 +19,7 @@ from starlette.applications import Starlette
 
 from ..protocol.dispatch import Engine
 from .server import EngineHolder, build_server, current_engine
+from .stdio_pipes import event_loop_stdio
 
 log = logging.getLogger("mcpaql.mcp.transports")
 
@@ -39,7 +40,7 @@ async def serve_stdio(engine: Engine | EngineHolder) -> None:
     server = build_server(engine, transport="stdio", session=session)
     sys.stdout.flush()  # anything buffered before we own the pipe must not land mid-stream
     try:
-        async with stdio_server() as (read_stream, write_stream):
+        async with event_loop_stdio() as pipes, stdio_server(*(pipes or (None, None))) as (read_stream, write_stream):
             try:
                 with contextlib.redirect_stdout(sys.stderr):  # stray print() in handlers goes to stderr
                     options = server.create_initialization_options(NotificationOptions(tools_changed=True))
