@@ -39,18 +39,31 @@ def upstreams() -> dict[str, tuple[list[str], str, dict[str, Any], str]]:
     return out
 
 
-async def timed_calls(argv: list[str], tool: str, args: dict[str, Any], n: int, warmup: int) -> list[float]:
-    async with Client(StdioServerParameters(command=argv[0], args=argv[1:]), mode="legacy", cache=None) as c:
-        await c.list_tools()
+async def interleaved(direct_argv: list[str], tool: str, args: dict[str, Any], wrapper_argv: list[str],
+                      wrapped_tool: str, n: int, warmup: int) -> tuple[list[float], list[float]]:
+    """Both clients open at once; calls alternate direct/wrapped so machine noise hits both alike."""
+    wargs = {"operation": tool, "params": args}
+    async with (
+        Client(StdioServerParameters(command=direct_argv[0], args=direct_argv[1:]), mode="legacy", cache=None) as d,
+        Client(StdioServerParameters(command=wrapper_argv[0], args=wrapper_argv[1:]), mode="legacy", cache=None) as w,
+    ):
+        await d.list_tools()
+        await w.list_tools()
         for _ in range(warmup):
-            await c.call_tool(tool, args)
-        samples = []
+            await d.call_tool(tool, args)
+            await w.call_tool(wrapped_tool, wargs)
+        direct: list[float] = []
+        wrapped: list[float] = []
         for _ in range(n):
             t0 = time.perf_counter()
-            r = await c.call_tool(tool, args)
-            samples.append((time.perf_counter() - t0) * 1000)
+            r = await d.call_tool(tool, args)
+            direct.append((time.perf_counter() - t0) * 1000)
             assert not r.is_error, r
-        return samples
+            t0 = time.perf_counter()
+            r = await w.call_tool(wrapped_tool, wargs)
+            wrapped.append((time.perf_counter() - t0) * 1000)
+            assert not r.is_error, r
+        return direct, wrapped
 
 
 def stats(xs: list[float]) -> dict[str, float]:
@@ -63,9 +76,8 @@ async def measure(n: int, warmup: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for label, (argv, tool, args, wrapped_tool) in upstreams().items():
         name = wrapped_tool.split("_mcpaql")[0]
-        direct = await timed_calls(argv, tool, args, n, warmup)
         wrapper = [sys.executable, str(Path(__file__).resolve()), "--serve", name, "--", *argv]
-        wrapped = await timed_calls(wrapper, wrapped_tool, {"operation": tool, "params": args}, n, warmup)
+        direct, wrapped = await interleaved(argv, tool, args, wrapper, wrapped_tool, n, warmup)
         d, w = stats(direct), stats(wrapped)
         results[label] = {"direct": d, "wrapped": w, "ratio_median": round(w["median_ms"] / d["median_ms"], 2),
                           "overhead_median_ms": round(w["median_ms"] - d["median_ms"], 3), "calls": n}
@@ -81,7 +93,7 @@ def serve(name: str, argv: list[str]) -> None:
 
     async def main() -> None:
         async with wrap(UpstreamSpec.from_argv(argv, name=name), config=Config.load(env={})) as w:
-            await serve_stdio(w.engine)
+            await serve_stdio(w)
 
     anyio.run(main)
 

@@ -74,7 +74,7 @@ def _utf8_len(s: str, where: str) -> int:
 
 def _serialized_bound(s: str, nbytes: int) -> int:
     """Upper bound of the JSON-serialized size of ``s``: printable text doubles at most
-    (``"`` and ``\\`` are escaped); control characters become ``\\uXXXX`` (6 bytes)."""
+    (``"`` and ``\\`` are escaped); control characters become six-byte ``\\u00hh`` escapes."""
     return (2 * nbytes if s.isprintable() else 6 * len(s)) + 2
 
 
