@@ -22,6 +22,14 @@ from typing import Any
 _WATCHABLE = (stat.S_ISFIFO, stat.S_ISSOCK)
 
 
+def _same_file(a: int, b: int) -> bool:
+    try:
+        sa, sb = os.fstat(a), os.fstat(b)
+    except OSError:
+        return True
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
 def _watchable(fd: int) -> bool:
     try:
         mode = os.fstat(fd).st_mode
@@ -67,7 +75,9 @@ async def event_loop_stdio() -> AsyncIterator[tuple[PipeLines, PipeWriter] | Non
         loop = asyncio.get_running_loop()
     except RuntimeError:  # another async backend (trio): the SDK's own streams work there
         loop = None
-    if loop is None or not (_watchable(0) and _watchable(1)):
+    # The loop makes the wire non-blocking; if stderr is the same pipe as stdout (2>&1) that
+    # would make log writes fail when the pipe is full, so such setups keep the SDK's streams.
+    if loop is None or not (_watchable(0) and _watchable(1)) or _same_file(1, 2):
         yield None
         return
     wire_in = os.dup(0)
@@ -94,6 +104,9 @@ async def event_loop_stdio() -> AsyncIterator[tuple[PipeLines, PipeWriter] | Non
         for f in (in_file, out_file):
             with contextlib.suppress(OSError):
                 f.close()
+        for saved in (saved_in, saved_out):  # the loop set O_NONBLOCK on the shared descriptions
+            with contextlib.suppress(OSError):
+                os.set_blocking(saved, True)
         os.dup2(saved_in, 0)
         os.dup2(saved_out, 1)
         os.close(saved_in)
