@@ -203,3 +203,20 @@ def test_wrap_passes_the_callers_environment_to_a_stdio_upstream(tmp_path: Path)
                 "--", MCPAQL, "wrap", "--", memory_bin(), env={"MEMORY_FILE_PATH": str(memfile)})
     assert r.returncode == 0, r.stdout + r.stderr
     assert memfile.exists() and "env-check" in memfile.read_text()
+
+
+@pytest.mark.anyio
+async def test_batch_travels_through_the_official_client(tmp_path: Path) -> None:
+    """The tool input schema requires `operation`, so the schema-compliant batch form is
+    `{operation: "batch", operations: [...]}`; the bare `{operations: [...]}` works too."""
+    env = {**os.environ, "MCPAQL_DEMO_DB": str(tmp_path / "demo.db")}
+    params = StdioServerParameters(command=MCPAQL, args=["serve"], env=env)
+    async with Client(params, mode="legacy") as client:
+        items = [{"operation": "list_projects"}, {"operation": "get_task", "params": {"task_id": "nope"}}]
+        for args in ({"operation": "batch", "operations": items}, {"operations": items}):
+            res = await client.call_tool("tasks_mcpaql_read", args)
+            env_ = json.loads(res.content[0].text)
+            assert res.is_error is False and env_["success"] is True and env_["data"] is None
+            assert env_["summary"] == {"total": 2, "succeeded": 1, "failed": 1}
+            assert [r["index"] for r in env_["results"]] == [0, 1]
+            assert env_["results"][1]["result"]["error"]["code"] == "NOT_FOUND_RESOURCE"
