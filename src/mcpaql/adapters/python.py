@@ -277,6 +277,8 @@ class Adapter:
         overrides: dict[str, dict[str, Any]] = options.pop("param_options", {})
         collection = options.pop("collection", None)  # protocol.collections.Collection / Item
         identifiers = options.pop("identifiers", None)  # UPDATE: params that identify the resource
+        if options.pop("background", False):  # run by mcpaql.safety.jobs (install_jobs) as a background execution
+            options["extensions"] = {**options.get("extensions", {}), "background": True}
         for pname, p in inspect.signature(fn).parameters.items():
             tp = hints.get(pname, Any)
             if _is_context(tp) or (pname == "ctx" and tp is Any):

@@ -2,7 +2,8 @@
 tokens, rate limits and quotas, the execution lifecycle, the execution safety loop with its
 autonomy evaluator, and out-of-band verification. State lives in :mod:`mcpaql.store`.
 
-Switch it on with :func:`install_safety`; :func:`guard_engine` builds the stand-alone
+Switch it on with :func:`install_safety`; :func:`install_jobs` runs ``background=True``
+EXECUTE operations as background executions; :func:`guard_engine` builds the stand-alone
 safety dongle served by ``mcpaql guard``.
 """
 
@@ -11,6 +12,7 @@ from .confirmation import ConfirmationRequired, ConfirmationService
 from .danger import DangerLevel, TrustLevel, classify
 from .gatekeeper import Gatekeeper, PolicyRule
 from .install import Safety, SafetyConfig, guard_engine, install_safety
+from .jobs import Jobs, install_jobs
 from .lifecycle import Event, Executions, State
 from .loop import SafetyLoop
 from .ratelimit import Quota, RateLimiter, RateRule
@@ -26,6 +28,7 @@ __all__ = [
     "Event",
     "Executions",
     "Gatekeeper",
+    "Jobs",
     "OSDialogChannel",
     "PolicyRule",
     "Quota",
@@ -40,5 +43,6 @@ __all__ = [
     "classify",
     "evaluate",
     "guard_engine",
+    "install_jobs",
     "install_safety",
 ]
