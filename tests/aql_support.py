@@ -20,6 +20,8 @@ import asyncio
 import enum
 import json
 import re
+import uuid
+from collections.abc import AsyncIterator
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
@@ -299,3 +301,19 @@ class Harness:
 
     def introspect(self, tool: str = READ, **params: Any) -> dict[str, Any]:
         return self.call(tool, {"operation": "introspect", "params": params})
+
+
+async def open_test_store(kind: str, request: Any, tmp_path: Any) -> AsyncIterator[Any]:
+    """A real store of ``kind`` ("sqlite" file in tmp, or "redis" with a private key prefix)."""
+    from mcpaql.store.redis import RedisStore
+    from mcpaql.store.sqlite import SQLiteStore
+
+    if kind == "sqlite":
+        store: Any = SQLiteStore(tmp_path / "state.db")
+    else:
+        srv = request.getfixturevalue("redis_server")
+        store = RedisStore.from_url(srv.url, prefix="t" + uuid.uuid4().hex[:8])
+    try:
+        yield store
+    finally:
+        await store.close()

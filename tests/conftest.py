@@ -12,8 +12,9 @@ directories have their own conftest.py).
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +70,21 @@ def harness(shared_app: Adapter) -> Callable[..., Harness]:
 def h(harness: Callable[..., Harness]) -> Harness:
     """The sample adapter in the default configuration (semantic mode, CRUDE profile)."""
     return harness()
+
+
+# ---- durable stores, shared by tests/store and tests/safety -------------------------------------
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[Any]:
+    """One real ``redis-server`` on a free loopback port for the whole run. Skipped with a reason
+    on a developer machine without it; in CI (``CI`` set) its absence is a failure, so a missing
+    install step cannot hide behind a skip."""
+    from mcpaql.store.testing import RedisServer
+
+    if not RedisServer.available():
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is not installed; .ci/run installs the Debian package redis-server")
+        pytest.skip("redis-server not installed (Debian package: redis-server)")
+    with RedisServer() as srv:
+        yield srv

@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
+from aql_support import open_test_store
 from mcpaql.store.base import Store
-from mcpaql.store.redis import RedisStore
-from mcpaql.store.sqlite import SQLiteStore
-from mcpaql.store.testing import RedisServer
 
 
 @pytest.fixture
@@ -19,22 +16,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[RedisServer]:
-    if not RedisServer.available():
-        pytest.skip("redis-server not installed (Debian package: redis-server)")
-    with RedisServer() as srv:
-        yield srv
-
-
 @pytest.fixture(params=["sqlite", "redis"])
 async def store(request: pytest.FixtureRequest, tmp_path) -> AsyncIterator[Store]:
-    if request.param == "sqlite":
-        s: Store = SQLiteStore(tmp_path / "state.db")
-    else:
-        srv = request.getfixturevalue("redis_server")
-        s = RedisStore.from_url(srv.url, prefix="t" + uuid.uuid4().hex[:8])
-    try:
+    async for s in open_test_store(request.param, request, tmp_path):
         yield s
-    finally:
-        await s.close()
