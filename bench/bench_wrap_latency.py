@@ -89,13 +89,13 @@ def serve(name: str, argv: list[str]) -> None:
     from mcpaql.adapters.upstream.runtime import UpstreamSpec
     from mcpaql.adapters.upstream.wrap import wrap
     from mcpaql.config import Config
-    from mcpaql.mcp.transports import serve_stdio
+    from mcpaql.mcp.transports import run_served, serve_stdio
 
     async def main() -> None:
         async with wrap(UpstreamSpec.from_argv(argv, name=name), config=Config.load(env={})) as w:
             await serve_stdio(w)
 
-    anyio.run(main)
+    run_served(main)  # as `mcpaql wrap` runs: uvloop when installed
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -102,10 +102,10 @@ def serve(
     except (TargetError, ConfigError, ValueError) as e:
         _fail(str(e))
         return
-    from .mcp.transports import serve_http, serve_stdio
+    from .mcp.transports import run_served, serve_http, serve_stdio
 
     if transport == "stdio":
-        anyio.run(serve_stdio, engine)
+        run_served(serve_stdio, engine)
     elif transport == "http":
         err.print(f"serving {engine.registry.display_name} on http://{host}:{port}/mcp" + (" (stateless)" if stateless else ""))
         serve_http(engine, host=host, port=port, stateless=stateless)
@@ -151,7 +151,7 @@ def _safety_prepare(policy: str | None, trust: str | None, loop: str | None) -> 
 def _run_holder(holder_cm: Any, transport: str, host: str, port: int, stateless: bool) -> None:
     """Serve an async-context engine holder (wrapped upstreams, adapter-schema runtimes) with the
     MCP server in the same event loop as its upstream connections."""
-    from .mcp.transports import configure_logging, http_app, serve_stdio, uvicorn_log_config
+    from .mcp.transports import configure_logging, http_app, run_served, serve_stdio, uvicorn_log_config
 
     async def main() -> None:
         async with holder_cm as holder:
@@ -169,7 +169,7 @@ def _run_holder(holder_cm: Any, transport: str, host: str, port: int, stateless:
     if transport not in ("stdio", "http"):
         _fail("transport must be stdio or http")
     try:
-        anyio.run(main)
+        run_served(main)
     except (ConnectionError, ValueError) as e:
         _fail(str(e))
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -52,9 +54,30 @@ async def serve_stdio(engine: Engine | EngineHolder) -> None:
             await session.close()
 
 
+def event_loop_options() -> dict[str, Any]:
+    """anyio backend options for a serving process: uvloop when it is installed.
+
+    Why: a stdio server, and even more a wrapper that relays every call over a second pipe, spends
+    much of its own time in the event loop; uvloop's loop, pipes and subprocess transports are
+    native code. ``MCPAQL_UVLOOP=0`` keeps the standard asyncio loop (e.g. to rule it out).
+    """
+    if os.environ.get("MCPAQL_UVLOOP", "1") == "0" or sys.platform == "win32":
+        return {}
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return {}
+    return {"use_uvloop": True}
+
+
+def run_served(func: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+    """``anyio.run`` for the processes that serve MCP (see :func:`event_loop_options`)."""
+    return anyio.run(func, *args, backend_options=event_loop_options())
+
+
 def run_stdio(engine: Engine) -> None:
     """Blocking form of :func:`serve_stdio` for scripts and the CLI."""
-    anyio.run(serve_stdio, engine)
+    run_served(serve_stdio, engine)
 
 
 def http_app(engine: Engine | EngineHolder, *, stateless: bool = False, path: str = "/mcp", host: str = "127.0.0.1") -> Starlette:

@@ -3,10 +3,12 @@
 ``python -m mcpaql.adapters.upstream.replay FIXTURE.tools-list.json [--control]``
 
 ``tools/call`` answers with a deterministic echo, ``{"tool": name, "arguments": {...}}`` as
-JSON text. With ``--control`` four extra tools exercise the wrapper's runtime paths:
+JSON text. With ``--control`` extra tools exercise the wrapper's runtime paths:
 ``replay_progress`` (progress notifications), ``replay_error`` (an ``isError`` result with the
-given message), ``replay_add_tool`` (adds a tool and sends ``tools/list_changed``) and
-``replay_crash`` (the process exits, to test reconnects).
+given message), ``replay_rpc_error`` (a JSON-RPC error with the given code), ``replay_sleep``
+(waits; counts the calls the client cancelled), ``replay_stats`` (those counts),
+``replay_add_tool`` (adds a tool and sends ``tools/list_changed``) and ``replay_crash`` (the
+process exits, to test reconnects).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp import MCPError
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 
@@ -32,6 +35,11 @@ CONTROL_TOOLS: list[dict[str, Any]] = [
     {"name": "replay_add_tool", "description": "Add a tool and send tools/list_changed.",
      "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
     {"name": "replay_crash", "description": "Exit the server process.", "inputSchema": {"type": "object"}},
+    {"name": "replay_rpc_error", "description": "Answer with a JSON-RPC error.",
+     "inputSchema": {"type": "object", "properties": {"code": {"type": "integer"}, "message": {"type": "string"}}}},
+    {"name": "replay_sleep", "description": "Wait, then echo.",
+     "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}},
+    {"name": "replay_stats", "description": "Counts kept by the control tools.", "inputSchema": {"type": "object"}},
 ]
 
 
@@ -44,7 +52,7 @@ def build_server(tools: list[dict[str, Any]], control: bool = False) -> Server[A
     # The echo cannot satisfy an outputSchema, and clients validate structured results against
     # it, so replayed tools are served without one.
     raw = [{k: v for k, v in t.items() if k != "outputSchema"} for t in tools] + (CONTROL_TOOLS if control else [])
-    state: dict[str, Any] = {"tools": [types.Tool.model_validate(t) for t in raw]}
+    state: dict[str, Any] = {"tools": [types.Tool.model_validate(t) for t in raw], "cancelled": 0, "finished_sleeps": 0}
 
     async def on_list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=state["tools"])
@@ -64,6 +72,18 @@ def build_server(tools: list[dict[str, Any]], control: bool = False) -> Server[A
             await ctx.session.send_tool_list_changed()
         elif control and name == "replay_crash":
             os._exit(3)
+        elif control and name == "replay_rpc_error":
+            raise MCPError(int(args.get("code", -32603)), str(args.get("message", "failed")))
+        elif control and name == "replay_sleep":
+            try:
+                await anyio.sleep(float(args.get("seconds", 1)))
+            except anyio.get_cancelled_exc_class():
+                state["cancelled"] += 1
+                raise
+            state["finished_sleeps"] += 1
+        elif control and name == "replay_stats":
+            stats = {"cancelled": state["cancelled"], "finished_sleeps": state["finished_sleeps"]}
+            return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(stats))])
         elif not any(t.name == name for t in state["tools"]):
             return types.CallToolResult(content=[types.TextContent(type="text", text=f"Unknown tool: {name}")], is_error=True)
         text = json.dumps({"tool": name, "arguments": args}, sort_keys=True)

@@ -29,6 +29,7 @@ from pydantic import TypeAdapter
 
 from ...protocol.context import Context
 from ...protocol.errors import MCPAQLError
+from .lane import Lane, lane_available, lane_stdio_client
 from .ops import upstream_error
 
 log = logging.getLogger("mcpaql.upstream")
@@ -149,6 +150,7 @@ class Upstream:
 
     def __post_init__(self) -> None:
         self._client: Client | None = None
+        self._lane: Lane | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._ready = anyio.Event()
         self._broken = anyio.Event()
@@ -196,7 +198,11 @@ class Upstream:
         if s.command is not None:
             env = {**os.environ, **(s.env or {})} if s.env else None
             self.transport_used = "stdio"
-            return StdioServerParameters(command=s.command, args=list(s.args), env=env, cwd=s.cwd)
+            params = StdioServerParameters(command=s.command, args=list(s.args), env=env, cwd=s.cwd)
+            if lane_available():  # tools/call goes straight over the pipes (see lane.py)
+                self._lane = Lane(self.name)
+                return lane_stdio_client(params, self._lane)
+            return params
         headers: dict[str, str] = {}
         for k, v in (s.headers or {}).items():
             missing = [n for n in re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", v) if not os.environ.get(n)]
@@ -219,7 +225,9 @@ class Upstream:
                     self._transport(),
                     mode="legacy",
                     message_handler=self._on_message,
-                    read_timeout_seconds=self.spec.call_timeout,
+                    # handshake and tools/list: no shorter than the connect budget; calls: call_timeout
+                    read_timeout_seconds=None if self.spec.call_timeout is None
+                    else max(self.spec.call_timeout, self.spec.connect_timeout),
                     cache=None,
                 ) as client:
                     self._client = client
@@ -248,6 +256,7 @@ class Upstream:
                     return
             finally:
                 self._client = None
+                self._lane = None
             if self._stop.is_set():
                 return
             self.state = "restarting"
@@ -310,15 +319,20 @@ class Upstream:
             async def progress(p: float, total: float | None, message: str | None) -> None:
                 await ctx.report_progress(p, total, message)
 
+        lane = self._lane
         try:
-            # The raw request, not Client.call_tool: a proxy forwards the upstream's result as it
-            # came (unknown fields included) and the caller validates it; the typed path would
-            # parse it into models, revalidate it against the output schema and dump it again.
-            result = await client.session.send_request(
-                types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments)),
-                _RAW_RESULT,
-                progress_callback=progress,
-            )
+            if lane is not None and lane.open:
+                result = await lane.call(tool, arguments, progress=progress, timeout=self.spec.call_timeout)
+            else:
+                # The raw request, not Client.call_tool: a proxy forwards the upstream's result as
+                # it came (unknown fields included) and the caller validates it; the typed path
+                # would parse it into models, revalidate it against the output schema and dump it.
+                result = await client.session.send_request(
+                    types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments)),
+                    _RAW_RESULT,
+                    request_read_timeout_seconds=self.spec.call_timeout,
+                    progress_callback=progress,
+                )
         except MCPError as e:
             if e.code == types.CONNECTION_CLOSED:
                 self.mark_broken()

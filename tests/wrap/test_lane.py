@@ -1,0 +1,147 @@
+"""The direct ``tools/call`` lane to stdio upstreams (adapters/upstream/lane.py), over real pipes
+to the replay server: parity with the SDK session path, big results, JSON-RPC errors, timeouts
+and cancellation reaching the upstream, crashes, and the SDK fallback when the lane is off."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from wrap_helpers import FIXTURES, new_ctx
+
+from mcpaql.adapters.upstream import runtime
+from mcpaql.adapters.upstream.lane import Lane, lane_stdio_client
+from mcpaql.adapters.upstream.replay import argv_for
+from mcpaql.adapters.upstream.runtime import UpstreamSpec
+from mcpaql.adapters.upstream.wrap import wrap
+
+pytestmark = pytest.mark.anyio
+
+TIME = FIXTURES / "mcp-server-time.tools-list.json"
+
+
+def replay(control: bool = True, **kw) -> UpstreamSpec:
+    return UpstreamSpec.from_argv(argv_for(TIME, control), name="time", **kw)
+
+
+def params() -> StdioServerParameters:
+    argv = argv_for(TIME, control=True)
+    return StdioServerParameters(command=argv[0], args=argv[1:])
+
+
+async def stats(w) -> dict:
+    env = await w.engine.execute({"operation": "replay_stats"}, new_ctx())
+    assert env["success"], env
+    return json.loads(env["data"])
+
+
+async def test_lane_and_sdk_session_give_the_same_result_for_any_size() -> None:
+    lane = Lane("time")
+    big = "é✓" * 300_000  # one ~1.5 MB JSON-RPC line each way, far over asyncio's 64 KiB default
+    async with Client(lane_stdio_client(params(), lane), mode="legacy", cache=None) as client:
+        for args in ({"timezone": "Europe/Paris"}, {"timezone": big, "nested": {"a": [1, None, True]}}):
+            via_lane = await lane.call("get_current_time", args)
+            via_sdk = await client.call_tool("get_current_time", args)
+            assert via_lane["content"] == [c.model_dump(exclude_none=True) for c in via_sdk.content]
+            assert json.loads(via_lane["content"][0]["text"])["arguments"] == args
+        assert lane.calls == 2
+        assert (await client.list_tools()).tools  # the SDK's own traffic shares the pipes
+
+
+async def test_wrapper_calls_go_through_the_lane() -> None:
+    async with wrap(replay()) as w:
+        lane = w.upstreams["time"]._lane
+        assert lane is not None and lane.open
+        before = lane.calls
+        env = await w.engine.execute({"operation": "get_current_time", "params": {"timezone": "UTC"}}, new_ctx())
+        assert env["success"] and json.loads(env["data"])["tool"] == "get_current_time"
+        assert lane.calls == before + 1
+
+
+async def test_json_rpc_errors_keep_code_and_message() -> None:
+    async with wrap(replay()) as w:
+        request = {"operation": "replay_rpc_error", "params": {"code": -32602, "message": "bad tz"}}
+        env = await w.engine.execute(request, new_ctx())
+        assert env["error"]["code"] == "VALIDATION_INVALID_TYPE"
+        assert "bad tz" in env["error"]["message"] and env["error"]["details"]["upstream_code"] == -32602
+
+
+async def test_timeout_cancels_the_upstream_request_and_the_connection_stays_usable() -> None:
+    async with wrap(replay(call_timeout=0.3)) as w:
+        env = await w.engine.execute({"operation": "replay_sleep", "params": {"seconds": 5}}, new_ctx())
+        assert env["error"]["code"] == "INTERNAL_ERROR" and "Timed out" in env["error"]["message"]
+        with anyio.fail_after(5):
+            while (await stats(w))["cancelled"] < 1:  # notifications/cancelled reached the upstream
+                await anyio.sleep(0.05)
+        assert w.upstreams["time"]._lane._pending == {}
+        env = await w.engine.execute({"operation": "replay_sleep", "params": {"seconds": 0.01}}, new_ctx())
+        assert env["success"]
+
+
+async def test_caller_cancellation_reaches_the_upstream() -> None:
+    async with wrap(replay()) as w:
+        with anyio.move_on_after(0.3) as scope:
+            await w.engine.execute({"operation": "replay_sleep", "params": {"seconds": 5}}, new_ctx())
+        assert scope.cancelled_caught
+        with anyio.fail_after(5):
+            while (await stats(w))["cancelled"] < 1:
+                await anyio.sleep(0.05)
+        assert (await stats(w))["finished_sleeps"] == 0
+        assert w.upstreams["time"]._lane._pending == {}
+
+
+async def test_concurrent_calls_are_matched_to_their_responses() -> None:
+    async with wrap(replay()) as w:
+        results: dict[int, dict] = {}
+
+        async def one(i: int) -> None:
+            env = await w.engine.execute({"operation": "get_current_time", "params": {"timezone": f"tz-{i}"}}, new_ctx())
+            results[i] = json.loads(env["data"])
+
+        async with anyio.create_task_group() as tg:
+            for i in range(50):
+                tg.start_soon(one, i)
+        assert all(results[i]["arguments"] == {"timezone": f"tz-{i}"} for i in range(50))
+
+
+async def test_crash_mid_call_fails_the_call_and_reconnects() -> None:
+    async with wrap(replay()) as w:
+        up = w.upstreams["time"]
+        first = up._lane
+
+        async def sleeper() -> dict:
+            return await w.engine.execute({"operation": "replay_sleep", "params": {"seconds": 5}}, new_ctx())
+
+        async with anyio.create_task_group() as tg:
+            out: list[dict] = []
+            tg.start_soon(lambda: _collect(out, sleeper()))
+            await anyio.sleep(0.2)
+            crash = await w.engine.execute({"operation": "replay_crash"}, new_ctx())
+        assert crash["error"]["details"]["retryable"] is True
+        assert out[0]["error"]["details"]["retryable"] is True  # the call in flight failed at once, clearly
+        with anyio.fail_after(20):
+            while not (up.state == "ready" and up._lane is not first and up._lane.open):
+                await anyio.sleep(0.05)
+        env = await w.engine.execute({"operation": "get_current_time", "params": {"timezone": "UTC"}}, new_ctx())
+        assert env["success"]
+
+
+async def _collect(out: list, coro) -> None:
+    out.append(await coro)
+
+
+async def test_sdk_transport_is_used_when_the_lane_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runtime, "lane_available", lambda: False)
+    async with wrap(replay()) as w:
+        assert w.upstreams["time"]._lane is None
+        env = await w.engine.execute({"operation": "get_current_time", "params": {"timezone": "UTC"}}, new_ctx())
+        assert env["success"]
+        seen = []
+
+        async def sink(p, total, msg):
+            seen.append(p)
+
+        env = await w.engine.execute({"operation": "replay_progress", "params": {"steps": 2}}, new_ctx(progress_sink=sink))
+        assert env["success"] and seen == [1, 2]
