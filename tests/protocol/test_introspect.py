@@ -179,7 +179,7 @@ def test_parameter_info_REQ_INTRO_015_REQ_VAL_003_REQ_VAL_006(h):
     }
     assert params["priority"]["enum"] == ["low", "high"]
     assert params["tags"]["type"] == "string[]"
-    assert params["tags"]["items"]["type"] == "string"
+    assert "items" not in params["tags"]  # {"type": "string"} would only repeat "string[]"
     assert params["query"]["description"] == "Text search over titles"  # from the docstring Args section
     get = {p["name"]: p for p in detail(h, "get_task")["parameters"]}
     assert get["task_id"] == {
@@ -371,3 +371,14 @@ def test_example_requests_are_valid_operation_inputs_REQ_RSP_011(h):
     for info in ops_list(h)["operations"]:
         for example in detail(h, info["name"]).get("examples", ()):
             assert_valid_input(example["request"])
+
+
+def test_items_carry_element_facets_without_name_or_required_REQ_INTRO_015():
+    from mcpaql.protocol.schema import parameter_info
+
+    enum_items = {"type": "array", "items": {"type": "string", "enum": ["a", "b"], "description": "a letter"}}
+    assert parameter_info("letters", enum_items, False)["items"] == {"type": "string", "description": "a letter",
+                                                                      "enum": ["a", "b"]}
+    nested = {"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 0}}}
+    assert parameter_info("grid", nested, True)["items"] == {"type": "integer[]", "items": {"type": "integer", "minimum": 0}}
+    assert "items" not in parameter_info("ids", {"type": "array", "items": {"type": "integer"}}, True)

@@ -153,9 +153,20 @@ def parameter_info(
     if "exclusiveMaximum" in s and "maximum" not in s and isinstance(s["exclusiveMaximum"], int | float):
         info["maximum"] = s["exclusiveMaximum"]
     if s.get("type") == "array" and isinstance(s.get("items"), dict) and s["items"]:
-        info["items"] = parameter_info("item", s["items"], True)
+        item = item_info(s["items"])
+        if item != {"type": type_label(s)[:-2]}:  # "string[]" already says all of {"type":"string"}
+            info["items"] = item
     if sensitive or s.get("writeOnly") or s.get("format") == "password":
         info["sensitive"] = True
+    return info
+
+
+def item_info(s: dict[str, Any]) -> dict[str, Any]:
+    """``ParameterInfo.items``: the element's facets. The schema leaves ``items`` unchecked
+    ("nested ParameterInfo by convention"), and an element has no name and no required flag,
+    so those keys, which cost every array parameter tokens in every detail, are left out."""
+    info = parameter_info("item", s, True)
+    del info["name"], info["required"]
     return info
 
 

@@ -29,7 +29,7 @@ from ...protocol.operations import ParamSpec
 from ...protocol.schema import resolve
 
 FIELDS = "fields"
-DESCRIPTION = "Projects JSON results: dotted paths or minimal|standard|full, applied to each item of an array"
+DESCRIPTION = "Result fields to keep: dotted paths or minimal|standard|full"
 _SEGMENT = re.compile(r"^[^.\s]+$")
 _IDENT = {"id", "uuid", "key", "name", "title", "slug", "number", "uri"}
 _KNOWN_DEPTH = 4  # deeper paths below a listed one are accepted too (FieldSelector.is_known)
