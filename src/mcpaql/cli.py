@@ -346,8 +346,11 @@ def tokens(
     per = rep.get("per_operation", [])
     if per:
         worst = max(per, key=lambda p: p["detail_tokens"] / max(p["tool_tokens"], 1))
-        out.print(f"introspection detail vs original tool definition: max {rep.get('detail_max_ratio')}x "
-                  f"({worst['operation']}: {worst['detail_tokens']} vs {worst['tool_tokens']})")
+        det = rep["detail"]
+        out.print(f"introspection detail vs original tool definition: median {det['median_ratio']}x, "
+                  f"max {det['max_ratio']}x ({worst['operation']}: {worst['detail_tokens']} vs {worst['tool_tokens']}), "
+                  f"{det['larger_than_definition']} of {len(per)} larger; "
+                  f"vs the definition as sent: max {det['max_ratio_as_sent']}x")
     if operation:
         row = next((p for p in per if operation in (p["operation"], p["tool"])), None)
         if row is None:

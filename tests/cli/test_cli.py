@@ -95,6 +95,13 @@ def test_tokens_report_from_fixture() -> None:
     rep = json.loads(r.stdout)
     assert rep["tools"] == 89
     assert rep["wrapped"]["single"]["tokens"] < rep["wrapped"]["semantic"]["tokens"] < rep["discrete"]["tokens"] / 10
+    per, det = rep["per_operation"], rep["detail"]
+    assert len(per) == 89
+    assert det["larger_than_definition"] == sum(1 for p in per if p["detail_tokens"] > p["tool_tokens"])
+    assert det["max_ratio"] == round(max(p["detail_tokens"] / p["tool_tokens"] for p in per), 3)
+    assert det["max_ratio_as_sent"] < 1 < det["median_ratio"] <= det["max_ratio"]  # GitHub sends icons
+    r = run_cli("tokens", "--fixture", str(SURFACES / "github-mcp-all.tools-list.json"))
+    assert f"{det['larger_than_definition']} of 89 larger" in " ".join(r.stdout.split())
 
 
 def test_wrap_memory_server_call_and_conformance() -> None:

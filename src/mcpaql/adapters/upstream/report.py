@@ -6,6 +6,7 @@ Works offline on a saved ``tools/list`` or live on an upstream (only ``tools/lis
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -44,10 +45,20 @@ def report_for_tools(tools: list[dict[str, Any]], name: str = "upstream", config
             continue
         d = tokens.count_json(eng.introspector.run("operations", op.name, "s"))
         per_op.append({"operation": op.name, "tool": t["name"], "category": op.category.value,
-                       "tool_tokens": tokens.count_tool(t), "detail_tokens": d})
+                       "tool_tokens": tokens.count_tool(t), "tool_tokens_as_sent": tokens.count_json(t), "detail_tokens": d})
     out["per_operation"] = per_op
     if per_op:
-        out["detail_max_ratio"] = round(max(p["detail_tokens"] / max(p["tool_tokens"], 1) for p in per_op), 3)
+        ratios = sorted(p["detail_tokens"] / max(p["tool_tokens"], 1) for p in per_op)
+        out["detail_max_ratio"] = round(ratios[-1], 3)
+        out["detail"] = {
+            # against the model-visible definition (what a discrete tools/list costs the model) …
+            "max_ratio": round(ratios[-1], 3),
+            "median_ratio": round(statistics.median(ratios), 3),
+            "larger_than_definition": sum(1 for r in ratios if r > 1),
+            "sum_ratio": round(sum(p["detail_tokens"] for p in per_op) / max(sum(p["tool_tokens"] for p in per_op), 1), 3),
+            # … and against the definition exactly as the upstream sends it (icons, _meta included)
+            "max_ratio_as_sent": round(max(p["detail_tokens"] / max(p["tool_tokens_as_sent"], 1) for p in per_op), 3),
+        }
     d = out["discrete"]["tokens"]
     out["savings"] = {m: round(1 - out["wrapped"][m]["tokens"] / d, 3) if d else 0.0 for m in MODES}
     return out
