@@ -1,16 +1,19 @@
-"""The direct ``tools/call`` lane to stdio upstreams (adapters/upstream/lane.py), over real pipes
+"""The stdio lane and raw fidelity of wrapped upstreams (adapters/upstream/lane.py, runtime.py), over real pipes
 to the replay server: parity with the SDK session path, big results, JSON-RPC errors, timeouts
 and cancellation reaching the upstream, crashes, and the SDK fallback when the lane is off."""
 
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from wrap_helpers import FIXTURES, new_ctx
 
+from mcpaql.adapters.schema.bundle import capture_live
 from mcpaql.adapters.upstream import runtime
 from mcpaql.adapters.upstream.lane import Lane, lane_stdio_client
 from mcpaql.adapters.upstream.replay import argv_for
@@ -145,3 +148,22 @@ async def test_sdk_transport_is_used_when_the_lane_is_unavailable(monkeypatch: p
 
         env = await w.engine.execute({"operation": "replay_progress", "params": {"steps": 2}}, new_ctx(progress_sink=sink))
         assert env["success"] and seen == [1, 2]
+
+
+RAW_UPSTREAM = Path(__file__).with_name("raw_upstream.py")
+
+
+async def test_definitions_and_results_keep_fields_the_sdk_models_do_not_know() -> None:
+    spec = UpstreamSpec.from_argv([sys.executable, str(RAW_UPSTREAM)], name="raw")
+    async with wrap(spec) as w:
+        tools = {t["name"]: t for t in w.upstreams["raw"].tools}
+        assert set(tools) == {"get_weather", "set_alarm"}  # both pages of tools/list
+        assert tools["get_weather"]["x-vendor"] == {"tier": "gold"}
+        assert tools["get_weather"]["annotations"]["x-costHint"] == "cheap"
+        assert tools["get_weather"]["inputSchema"]["properties"]["city"]["x-example"] == "Oslo"
+        env = await w.engine.execute({"operation": "get_weather", "params": {"city": "Oslo"}}, new_ctx())
+        assert env["success"], env
+        assert env["data"]["content"][0]["x-lang"] == "en"  # an unknown block field is not dropped
+        assert w.engine.registry.get("set_alarm").category.value == "UPDATE"  # "set" is an update verb
+    bundle = await capture_live(spec)
+    assert bundle["raw_capture"]["tools"][0]["x-vendor"] == {"tier": "gold"}

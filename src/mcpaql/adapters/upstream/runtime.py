@@ -265,13 +265,19 @@ class Upstream:
             backoff = min(backoff * 2, self.max_backoff)
 
     async def _list_tools(self, client: Client) -> list[dict[str, Any]]:
+        """Every page of ``tools/list``, each definition exactly as the upstream sent it.
+
+        Raw, not ``Client.list_tools``: the SDK's ``Tool`` model drops fields it does not know
+        (vendor extensions, newer annotation hints), and captures promise what was received.
+        """
         tools: list[dict[str, Any]] = []
         cursor: str | None = None
         while True:
-            res = await client.list_tools(cursor=cursor) if cursor else await client.list_tools()
-            tools.extend(t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in res.tools)
-            cursor = res.next_cursor
-            if not cursor:
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            res = await client.session.send_request(types.ListToolsRequest(params=params), _RAW_RESULT)
+            tools.extend(t for t in res.get("tools") or [] if isinstance(t, dict) and isinstance(t.get("name"), str))
+            cursor = res.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor:
                 return tools
 
     async def _on_message(self, msg: Any) -> None:
