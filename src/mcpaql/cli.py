@@ -94,7 +94,7 @@ def serve(
     cfg = _config(mode, prefix, tool_pattern, bare, config, enumerate_operations or None, allow)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if target and target.endswith((".json", ".yaml", ".yml", ".md")):
-        _serve_schema_file(target, cfg, transport, host, port, stateless)
+        _serve_schema_file(target, cfg, transport, host, port, stateless, _safety_config(safety, trust, safety_loop))
         return
     prepare = _safety_prepare(safety, trust, safety_loop)
     try:
@@ -134,17 +134,26 @@ def _safety_settings(policy: str | None, trust: str | None, loop: str | None) ->
     return data
 
 
-def _safety_prepare(policy: str | None, trust: str | None, loop: str | None) -> Any:
+def _safety_config(policy: str | None, trust: str | None, loop: str | None) -> Any:
+    """The SafetyConfig the three safety options ask for, or None (a bad file or value exits 2)."""
     settings = _safety_settings(policy, trust, loop)
     if settings is None:
         return None
-    from .safety import SafetyConfig, install_safety
+    from .safety import SafetyConfig
 
     try:
-        cfg = SafetyConfig.from_dict(settings)
+        return SafetyConfig.from_dict(settings)
     except (TypeError, ValueError) as e:
         _fail(f"invalid safety settings: {e}")
         raise
+
+
+def _safety_prepare(policy: str | None, trust: str | None, loop: str | None) -> Any:
+    cfg = _safety_config(policy, trust, loop)
+    if cfg is None:
+        return None
+    from .safety import install_safety
+
     return lambda target: install_safety(target, cfg)
 
 
@@ -174,12 +183,13 @@ def _run_holder(holder_cm: Any, transport: str, host: str, port: int, stateless:
         _fail(str(e))
 
 
-def _serve_schema_file(path: str, cfg: Config, transport: str, host: str, port: int, stateless: bool) -> None:
+def _serve_schema_file(path: str, cfg: Config, transport: str, host: str, port: int, stateless: bool,
+                       safety: Any = None) -> None:
     from .adapters.schema import serve_adapter
     from .protocol.registry import SchemaError
 
     try:
-        runtime = serve_adapter(path, config=cfg)
+        runtime = serve_adapter(path, config=cfg, safety=safety)
     except (SchemaError, OSError, ValueError) as e:
         _fail(f"cannot load adapter schema '{path}': {e}")
         return
@@ -234,6 +244,9 @@ def wrap(
     tool_pattern: Annotated[str | None, typer.Option(help="Tool name pattern")] = None,
     bare: Annotated[bool, typer.Option(help="Spec names mcp_aql_{endpoint} / mcp_aql")] = False,
     config: Annotated[str | None, typer.Option(help="Config file (YAML/JSON)")] = None,
+    safety: Annotated[str | None, typer.Option(help="Safety policy file (YAML/JSON; see docs/safety.md)")] = None,
+    trust: Annotated[str | None, typer.Option(help="Switch the safety layer on with this adapter trust level")] = None,
+    safety_loop: Annotated[str | None, typer.Option(help="Add the execution safety loop: enforcing|monitoring|logging")] = None,
 ) -> None:
     """Serve an existing MCP server (or several) through MCP-AQL: mcpaql wrap -- npx -y @modelcontextprotocol/server-memory"""
     from .adapters.upstream import wrap as do_wrap
@@ -241,7 +254,8 @@ def wrap(
     specs = _upstreams(list(ctx.args), url, header, upstream, name if not upstream else None)
     cfg = _config(mode, prefix, tool_pattern, bare, config)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    kw: dict[str, Any] = {"config": cfg, "read_only": read_only, "include": include, "exclude": exclude}
+    kw: dict[str, Any] = {"config": cfg, "read_only": read_only, "include": include, "exclude": exclude,
+                          "safety": _safety_config(safety, trust, safety_loop)}
     if name:
         kw["name"] = name
     if display_name:

@@ -9,7 +9,7 @@ registry is read-only and the hot path only does dictionary lookups.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,6 +127,16 @@ class Registry:
     def extend(self, specs: Iterable[OperationSpec]) -> None:
         for s in specs:
             self.add(s)
+
+    def rewrite(self, change: Callable[[OperationSpec], OperationSpec]) -> None:
+        """Replace every operation with ``change(op)`` before freezing (same names): how a layer
+        added later, such as the safety layer's danger notes, amends specs it did not write."""
+        if self._frozen:
+            raise SchemaError("SCHEMA_FROZEN", "registry is frozen; cannot rewrite its operations")
+        new = {name: change(spec) for name, spec in self._ops.items()}
+        if any(spec.name != name for name, spec in new.items()):
+            raise SchemaError("SCHEMA_INVALID_NAME", "rewrite must keep operation names")
+        self._ops = new
 
     def freeze(self) -> Registry:
         if not self._ops:

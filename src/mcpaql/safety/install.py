@@ -10,6 +10,7 @@ its shape (``add``, ``guards``, ``capabilities``) rather than imported.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -124,7 +125,34 @@ class Safety:
 
     @property
     def guards(self) -> list[Any]:
-        return [self.gatekeeper] if self.config.gatekeeper or self.limiter is not None else []
+        if self.config.gatekeeper:
+            return [self.gatekeeper]
+        if self.limiter is not None:  # rate limits without danger gating (e.g. an adapter file's own limits)
+            limiter = self.limiter
+
+            async def rate_limits_only(compiled: Any, values: dict[str, Any], ctx: Any) -> None:
+                await limiter.check(compiled.spec, values, ctx)
+
+            return [rate_limits_only]
+        return []
+
+    def engine(self, registry: Registry, config: Config | None = None, **kw: Any) -> Engine:
+        """An Engine for an unfrozen ``registry`` with this safety in it: danger notes in the
+        descriptions, the loop operations, the guard, capabilities and introspect queries.
+
+        For holders that rebuild their engine (a wrapped upstream whose tools changed, an adapter
+        file's runtime): they keep one Safety — one store, so confirmation tokens issued before a
+        rebuild, rate windows and agent blocks all carry over.
+        """
+        if self.config.gatekeeper and self.config.describe_danger:
+            registry.rewrite(lambda spec: _with_danger_note(self, spec))
+        if self.loop is not None:
+            for spec in self.loop.operations():
+                registry.add(spec, reserved_ok=True)
+        caps = {**kw.pop("capabilities", {}), **self.capabilities()}
+        engine = Engine(registry, config, guards=[*kw.pop("guards", []), *self.guards], capabilities=caps, **kw)
+        engine.introspect_queries.update(self.introspect_queries())
+        return engine
 
     def capabilities(self) -> dict[str, Any]:
         caps: dict[str, Any] = {"confirmation": bool(self.config.gatekeeper), "dangerous_operations": True,
@@ -194,6 +222,17 @@ def install_safety(target: AdapterLike | Registry | Engine, config: SafetyConfig
         queries = getattr(target, "introspect_queries", None)
         if isinstance(queries, dict):
             queries.update(safety.introspect_queries())
+    return safety
+
+
+async def open_safety(config: SafetyConfig | dict[str, Any] | None, adapter: str,
+                      stack: contextlib.AsyncExitStack) -> Safety | None:
+    """The :class:`Safety` of an engine holder for its lifetime (closed with ``stack``), or None."""
+    if config is None:
+        return None
+    cfg = config if isinstance(config, SafetyConfig) else SafetyConfig.from_dict(dict(config))
+    safety = Safety(cfg, adapter)
+    stack.push_async_callback(safety.close)
     return safety
 
 

@@ -24,7 +24,7 @@ import logging
 import os
 import re
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from ...protocol.dispatch import Engine
 from ...protocol.errors import MCPAQLError
 from ...protocol.operations import NO_DEFAULT, OperationSpec, ParamSpec, TypeRef
 from ...protocol.registry import NAME_RE, Registry, SchemaError
+from ...safety.install import Safety, SafetyConfig, open_safety
 from ..upstream.classify import Classification
 from ..upstream.ops import CTX_PARAM, CallFn, spec_from_tool, upstream_error
 from ..upstream.runtime import Upstream, UpstreamSpec
@@ -78,6 +79,33 @@ def _need(cond: bool, code: str, path: str, message: str) -> None:
         raise SchemaError(code, f"{path}: {message}")
 
 
+_TRUST_KEYS = {"level", "verified_by", "verification_date"}
+_TRUST_LEVELS = ("untrusted", "low", "medium", "high", "verified")
+
+
+def _check_trust_and_rate_limits(data: dict[str, Any]) -> None:
+    """REQ-ADPT-018: the closed ``trust`` and ``rate_limits`` blocks (both are enforced when served)."""
+    if "trust" in data:
+        t = data["trust"]
+        _need(isinstance(t, dict), "SCHEMA_INVALID_TYPE", "trust", "must be an object")
+        _need("level" in t, "SCHEMA_MISSING_FIELD", "trust.level", "is required")
+        _need(not set(t) - _TRUST_KEYS, "SCHEMA_INVALID_TYPE", "trust", f"unknown key(s) {sorted(set(t) - _TRUST_KEYS)}")
+        _need(t["level"] in _TRUST_LEVELS, "SCHEMA_INVALID_TYPE", "trust.level", f"must be one of {', '.join(_TRUST_LEVELS)}")
+        if "verification_date" in t:
+            _need(isinstance(t["verification_date"], str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", t["verification_date"])
+                  is not None, "SCHEMA_INVALID_TYPE", "trust.verification_date", "must be a date, e.g. '2026-01-31'")
+        if "verified_by" in t:
+            _need(isinstance(t["verified_by"], str), "SCHEMA_INVALID_TYPE", "trust.verified_by", "must be a string")
+    if "rate_limits" in data:
+        r = data["rate_limits"]
+        _need(isinstance(r, dict), "SCHEMA_INVALID_TYPE", "rate_limits", "must be an object")
+        for k, v in r.items():
+            _need(k in _RATE_KEYS, "SCHEMA_INVALID_TYPE", f"rate_limits.{k}",
+                  f"unknown key (use {', '.join(_RATE_KEYS)})")
+            _need(isinstance(v, int) and not isinstance(v, bool) and v >= 1, "SCHEMA_INVALID_TYPE", f"rate_limits.{k}",
+                  "must be an integer >= 1")
+
+
 def check_adapter_schema(data: dict[str, Any]) -> None:
     """The closed structure of adapter-schema.schema.json, with field paths in the errors (GEN §2.2)."""
     for k in ("name", "type", "version", "description", "target", "operations"):
@@ -93,6 +121,7 @@ def check_adapter_schema(data: dict[str, Any]) -> None:
     _need(isinstance(t, dict), "SCHEMA_INVALID_TYPE", "target", "must be an object")
     for k in ("base_url", "transport", "protocol", "serialization"):
         _need(k in t, "SCHEMA_MISSING_FIELD", f"target.{k}", "is required")
+    _check_trust_and_rate_limits(data)
     ops = data["operations"]
     _need(isinstance(ops, dict), "SCHEMA_INVALID_TYPE", "operations", "must be an object")
     seen: set[str] = set()
@@ -271,8 +300,12 @@ class AdapterRuntime:
     when the schema needs one and builds the engine."""
 
     def __init__(self, schema: AdapterSchema, config: Config | None = None, upstream: UpstreamSpec | None = None,
-                 engine_kwargs: dict[str, Any] | None = None) -> None:
+                 engine_kwargs: dict[str, Any] | None = None, safety: SafetyConfig | dict[str, Any] | None = None) -> None:
+        """``safety`` switches the safety layer on (see :func:`safety_settings` for how the file's
+        own ``trust`` and ``rate_limits`` blocks combine with it)."""
         self.schema = schema
+        self.safety_config = safety_settings(schema, safety)
+        self.safety: Safety | None = None
         self.config = config
         self.upstream_spec = upstream
         self.engine_kwargs = engine_kwargs or {}
@@ -285,6 +318,7 @@ class AdapterRuntime:
     async def __aenter__(self) -> AdapterRuntime:
         self._stack = contextlib.AsyncExitStack()
         try:
+            self.safety = await open_safety(self.safety_config, self.schema.name, self._stack)
             self._http = await self._stack.enter_async_context(httpx.AsyncClient(timeout=30))
             if self.schema.needs_mcp:
                 spec = self.upstream_spec or self.schema.upstream_spec()
@@ -302,6 +336,8 @@ class AdapterRuntime:
     def _build(self) -> Engine:
         up = self.upstream
         reg = self.schema.registry(up.call if up else None, up.tools if up else None, self._http)
+        if self.safety is not None:
+            return self.safety.engine(reg, self.config, **self.engine_kwargs)
         return Engine(reg, self.config, **self.engine_kwargs)
 
     async def _changed(self, _up: Upstream) -> None:
@@ -322,6 +358,29 @@ class AdapterRuntime:
 
     def engine_factory(self) -> Callable[[], Engine]:
         return lambda: self.engine
+
+
+# adapter-schema RateLimitConfig → the safety layer's fixed-window rules. ``burst_limit`` caps
+# calls within any one second (the schema gives no window for it).
+_RATE_KEYS = {"requests_per_minute": "minute", "requests_per_hour": "hour", "requests_per_day": "day", "burst_limit": "second"}
+
+
+def rate_rules(block: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The file's ``rate_limits`` block as safety rate rules (adapter-wide)."""
+    return [{"limit": int(v), "window": _RATE_KEYS[k], "scope": "global"} for k, v in (block or {}).items() if k in _RATE_KEYS]
+
+
+def safety_settings(schema: AdapterSchema, safety: SafetyConfig | dict[str, Any] | None) -> SafetyConfig | None:
+    """What the runtime enforces. The file's ``rate_limits`` always apply (adapter authors state
+    them because the API has them); with no safety settings they are the only check. With safety
+    on, the file's ``trust.level`` is the adapter's trust unless the settings name one (both
+    vocabularies are accepted, Part F #11), and its rate limits join the settings' own."""
+    rules = rate_rules(schema.data.get("rate_limits"))
+    if safety is None:
+        return SafetyConfig(gatekeeper=False, describe_danger=False, rate_limits=rules) if rules else None
+    cfg = safety if isinstance(safety, SafetyConfig) else SafetyConfig.from_dict(dict(safety))
+    trust = cfg.trust if cfg.trust is not None else (schema.data.get("trust") or {}).get("level")
+    return replace(cfg, trust=trust, rate_limits=[*cfg.rate_limits, *rules])
 
 
 def serve_adapter(path: str | Path, **kw: Any) -> AdapterRuntime:

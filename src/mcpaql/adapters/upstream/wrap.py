@@ -25,6 +25,7 @@ from ...protocol.categories import Category
 from ...protocol.dispatch import Engine
 from ...protocol.operations import OperationSpec
 from ...protocol.registry import RESERVED, Registry
+from ...safety.install import open_safety
 from .classify import Classification, classify, snake_name
 from .ops import CallFn, spec_from_tool
 from .runtime import Upstream, UpstreamSpec
@@ -150,7 +151,10 @@ class Wrapper:
         exclude: Iterable[str] = (),
         overrides: Mapping[str, Mapping[str, Any]] | None = None,
         engine_kwargs: Mapping[str, Any] | None = None,
+        safety: Any = None,
     ) -> None:
+        """``safety``: a :class:`~mcpaql.safety.SafetyConfig` (or its dict form) to put the safety
+        layer on every engine this wrapper builds (one store for the wrapper's lifetime)."""
         self.specs = list(upstreams)
         if not self.specs:
             raise ValueError("wrap needs at least one upstream")
@@ -169,10 +173,13 @@ class Wrapper:
         self._stack: contextlib.AsyncExitStack | None = None
         self._listeners: list[Listener] = []
         self._engine: Engine | None = None
+        self.safety_config = safety
+        self.safety: Any = None
 
     async def __aenter__(self) -> Wrapper:
         self._stack = contextlib.AsyncExitStack()
         try:
+            self.safety = await open_safety(self.safety_config, self.name, self._stack)
             for spec in self.specs:
                 up = Upstream(spec, on_tools_changed=self._tools_changed)
                 self.upstreams[spec.name] = await self._stack.enter_async_context(up)
@@ -215,6 +222,8 @@ class Wrapper:
         )
 
     def build_engine(self) -> Engine:
+        if self.safety is not None:
+            return self.safety.engine(self.registry(), self.config, **self.engine_kwargs)
         return Engine(self.registry(), self.config, **self.engine_kwargs)
 
     @property
