@@ -287,3 +287,12 @@ def test_allowed_categories_from_environment_REQ_MODE_009():
     assert cfg.allow == frozenset({"READ", "CREATE"})
     assert set(tools(cfg)["tasks_mcpaql"].operations) == {"list_tasks", "get_task", "echo", "whoami", "create_task",
                                                            "remember", "introspect"}
+
+
+def test_REQ_MCP_023_long_prefix_is_warned_about_once(caplog):
+    with caplog.at_level("WARNING", logger="mcpaql.surface"):
+        tools(Config(prefix="a_very_long_domain_prefix_"))
+        tools(Config(prefix="a_very_long_domain_prefix_"))
+        tools(Config(prefix="gh_"))
+    warned = [r for r in caplog.records if "advises a short prefix" in r.getMessage()]
+    assert len(warned) == 1 and "a_very_long_domain_prefix_" in warned[0].getMessage()

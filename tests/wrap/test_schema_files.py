@@ -239,3 +239,12 @@ def test_runtime_warns_about_embedded_credentials_and_plain_http() -> None:
     assert any("auth.token" in w for w in ws) and any("plain HTTP" in w for w in ws)
     assert schema_warnings({"auth": {"type": "bearer", "token_env": "GH"},
                             "target": {"base_url": "http://127.0.0.1:8000"}}) == []
+
+
+def test_REQ_ADPT_006_description_length_is_warned_about() -> None:
+    from mcpaql.adapters.schema.load import schema_warnings
+
+    local = {"base_url": "http://127.0.0.1:8000"}
+    assert any("10-200 characters" in w for w in schema_warnings({"description": "API", "target": local}))
+    assert any("201 characters" in w for w in schema_warnings({"description": "x" * 201, "target": local}))
+    assert schema_warnings({"description": "Tasks API: list, create and close tasks", "target": local}) == []

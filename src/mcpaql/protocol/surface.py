@@ -9,7 +9,9 @@ report. Descriptions follow the MCPI §2.1 templates; names follow seed 003's
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -143,8 +145,21 @@ def _single_description(registry: Registry, ops: list[OperationSpec]) -> str:
     return "\n\n".join(lines)
 
 
+log = logging.getLogger("mcpaql.surface")
+PREFIX_ADVISED_MAX = 19  # MCPI §6.4 (REQ-MCP-023): a prefix SHOULD be short, under 20 characters
+
+
+@functools.cache
+def _warn_long_prefix(prefix: str) -> None:
+    """Once per prefix: every tool name (and so every description that names a tool) pays for it."""
+    log.warning("tool prefix '%s' is %d characters; MCPI §6.4 advises a short prefix (under 20) naming the domain",
+                prefix, len(prefix))
+
+
 def build_surface(registry: Registry, config: Config, ops: list[OperationSpec]) -> list[ToolDef]:
     """The tools to register, in a stable order. Families with no operations get no tool."""
+    if len(config.prefix) > PREFIX_ADVISED_MAX:
+        _warn_long_prefix(config.prefix)
     open_world = registry.open_world if config.open_world is None else config.open_world
     display = registry.display_name or registry.adapter
     tools: list[ToolDef] = []

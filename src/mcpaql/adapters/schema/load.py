@@ -272,13 +272,18 @@ _SECRET_KEYS = re.compile(r"(token|secret|password|passwd|api_?key|key)$", re.I)
 
 
 def schema_warnings(data: dict[str, Any]) -> list[str]:
-    """Things a runtime SHOULD warn about: embedded credentials (REQ-ADPT-017) and a plain-HTTP
-    ``base_url`` that is not local (REQ-ADPT-008)."""
+    """Things a runtime SHOULD warn about: embedded credentials (REQ-ADPT-017), a plain-HTTP
+    ``base_url`` that is not local (REQ-ADPT-008) and a description outside 10-200 characters
+    (REQ-ADPT-006)."""
     out = []
     for k, v in (data.get("auth") or {}).items():
         if _SECRET_KEYS.search(k) and not k.endswith("_env") and isinstance(v, str) and v:
             out.append(f"auth.{k} looks like an embedded credential: reference an environment variable "
                        f"({k}_env) instead")
+    desc = data.get("description")
+    if isinstance(desc, str) and not 10 <= len(desc.strip()) <= 200:  # REQ-ADPT-006 (ELEM §4.4)
+        out.append(f"description is {len(desc.strip())} characters; describe the target API and its main "
+                   "capabilities in 10-200 characters")
     url = str(data.get("target", {}).get("base_url", ""))
     host = urllib.parse.urlsplit(url).hostname or ""
     if url.startswith("http://") and host not in ("localhost", "127.0.0.1", "::1"):
