@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -401,3 +403,37 @@ async def test_works_with_safety_installed_on_the_same_store(sqlite_store: Store
     assert env["success"] and env["data"]["status"] == "completed"
     await jobs.close()
     assert isinstance(jobs, Jobs)
+
+
+WORKER = Path(__file__).with_name("jobs_worker.py")
+
+
+async def test_execution_of_a_killed_process_becomes_failed_not_running_forever(sqlite_store: Store, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'safety.db'}"  # the file behind sqlite_store
+    proc = await asyncio.create_subprocess_exec(sys.executable, str(WORKER), url, "1.5", stdout=asyncio.subprocess.PIPE)
+    try:
+        eid = json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))["execution_id"]
+        other = World(sqlite_store)  # another process's view of the same store
+        await asyncio.sleep(2.5)  # longer than the TTL: a live owner keeps beating
+        assert (await other.state(eid))["status"] == "running"
+    finally:
+        proc.kill()
+        await proc.wait()
+    await asyncio.sleep(2.0)  # no beat for longer than the TTL
+    st = await other.state(eid)
+    assert st["status"] == "failed", st
+    assert st["error"]["code"] == "INTERNAL_ERROR" and st["error"]["details"]["reason"] == "owner_lost"
+    assert st["actions"] == ["retry_execution"]
+    env = await other.call("retry_execution", execution_id=eid)  # its parameters died with it
+    assert env["error"]["details"]["constraint"] == "retry_unavailable"
+    await other.jobs.close()
+
+
+async def test_own_running_executions_are_never_reaped(world: World) -> None:
+    world.jobs.owner_ttl = 0.05
+    eid = (await world.call("rebuild_index", shard="s1"))["data"]["execution_id"]
+    await world.started.wait()
+    await asyncio.sleep(0.2)
+    assert (await world.state(eid))["status"] == "running"  # the reader is the owner
+    world.gate.set()
+    assert (await world.jobs.wait(eid, 5))["status"] == "completed"

@@ -37,6 +37,11 @@ sharing the store. Decisions (also in docs/safety.md, "Background executions"):
   ``reason: session_closed`` (REQ-EXEC-013) and their tasks are cancelled.
 * A cancel issued by another process only changes the record; the owning task notices at its
   next ``report_progress`` and stops.
+* Every runtime has an instance id and, while it runs executions, writes a heartbeat to the store
+  (every ``owner_ttl / 3`` seconds). An execution whose owner has not been heard from for
+  ``owner_ttl`` seconds (its process was killed or lost the store) is orphaned: the next read,
+  cancel or retry from anywhere turns it ``failed`` with ``error.details.reason: owner_lost``
+  (``cancelled`` if it never started), so no record stays ``running`` forever.
 
 Uses asyncio directly (tasks outlive the request), which is why it lives here and not in the
 sans-IO protocol core.
@@ -46,6 +51,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -71,6 +78,10 @@ LIFECYCLE: dict[str, Any] = {
     "progress_reporting": True,
 }
 INTERNAL = {"code": "INTERNAL_ERROR", "message": "the execution failed unexpectedly"}
+OWNER_LOST = {"code": "INTERNAL_ERROR", "message": "the process running this execution stopped before it finished",
+              "details": {"reason": "owner_lost", "retryable": True}}
+OWNERS = "execution-owner"  # store namespace of runtime heartbeats
+OWNER_TTL = 30.0
 OPERATIONS = ("get_execution_state", "cancel_execution", "retry_execution")
 
 
@@ -103,13 +114,16 @@ class _Run:
 class Jobs:
     """The background-execution runtime of one adapter (see module doc)."""
 
-    def __init__(self, store: Store, adapter: str) -> None:
+    def __init__(self, store: Store, adapter: str, *, owner_ttl: float = OWNER_TTL) -> None:
         self.store = store
         self.adapter = adapter
         self.executions = Executions(store)
+        self.instance = secrets.token_hex(8)
+        self.owner_ttl = owner_ttl
         self._specs: dict[str, OperationSpec] = {}
         self._runs: dict[str, _Run] = {}
         self._tasks: set[asyncio.Task[None]] = set()  # strong references until done
+        self._heartbeat: asyncio.Task[None] | None = None
 
     # ---- wrapping ---------------------------------------------------------------------------
 
@@ -141,14 +155,17 @@ class Jobs:
 
     async def start(self, operation: str, kwargs: dict[str, Any], ctx: Context) -> dict[str, Any]:
         self._session_hook(ctx.session)
+        await self._beat()
         rec = await self.executions.create(operation, ctx.session.id, operation=operation, kind=KIND,
-                                           adapter=self.adapter, attempt=1, progress={"percentage": 0})
+                                           adapter=self.adapter, attempt=1, progress={"percentage": 0},
+                                           owner=self.instance)
         run = _Run(operation, dict(kwargs), ctx.session, ctx.progress_sink)
         await self._notify(run, State.PENDING.value)
         return await self._launch(rec["execution_id"], run, Event.START, ctx, {})
 
     async def _launch(self, eid: str, run: _Run, event: Event, ctx: Context, changes: dict[str, Any]) -> dict[str, Any]:
-        rec = await self.executions.fire(eid, event, **changes)
+        await self._beat()
+        rec = await self.executions.fire(eid, event, owner=self.instance, **changes)
         self._runs[eid] = run
         await self._notify(run, State.RUNNING.value, 0.0)
         job_ctx = Context(session=run.session, operation=run.operation, endpoint=ctx.endpoint,
@@ -158,7 +175,43 @@ class Jobs:
         run.task = task
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        if self._heartbeat is None or self._heartbeat.done():
+            self._heartbeat = asyncio.get_running_loop().create_task(self._keep_alive(), name="mcpaql-jobs-heartbeat")
         return self.view(rec)
+
+    # ---- owner liveness ---------------------------------------------------------------------
+
+    async def _beat(self) -> None:
+        now = time.time()
+        await self.store.put(OWNERS, self.instance, {"alive_until": now + self.owner_ttl},
+                             purge_at=now + 4 * self.owner_ttl)
+
+    async def _keep_alive(self) -> None:
+        """Heartbeat while this runtime has executions in flight (then the last one just expires)."""
+        while any(not t.done() for t in self._tasks):
+            try:
+                await self._beat()
+            except Exception:  # a store hiccup: the next beat retries; a long outage orphans our runs
+                log.warning("background executions: heartbeat to the store failed", exc_info=True)
+            await asyncio.sleep(self.owner_ttl / 3)
+
+    async def _reap_if_orphaned(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """An in-progress record whose owner stopped beating becomes failed (or cancelled)."""
+        state = core_state(rec["status"])
+        owner = rec.get("owner")
+        if state not in (State.PENDING, State.RUNNING) or not owner or owner == self.instance:
+            return rec
+        beat = await self.store.get(OWNERS, owner)
+        if beat is not None and float(beat.get("alive_until", 0)) >= time.time():
+            return rec
+        eid = rec["execution_id"]
+        log.warning("background execution %s (%s): its process stopped; marking it %s", eid, rec.get("operation"),
+                    "failed" if state is State.RUNNING else "cancelled")
+        if state is State.RUNNING:
+            await self._quietly(eid, Event.FAIL, error=dict(OWNER_LOST))
+        else:
+            await self._quietly(eid, Event.CANCEL, reason="owner_lost")
+        return await self.executions.get(eid) or rec
 
     async def _run(self, eid: str, run: _Run, ctx: Context) -> None:
         spec = self._specs[run.operation]
@@ -263,7 +316,7 @@ class Jobs:
         if rec is None or rec.get("kind") != KIND or rec.get("adapter") != self.adapter:
             raise MCPAQLError("NOT_FOUND_RESOURCE", f"Resource 'execution' not found: '{eid}'",
                               {"resource_type": "execution", "resource_id": eid})
-        return rec
+        return await self._reap_if_orphaned(rec)
 
     async def get_state(self, execution_id: str) -> dict[str, Any]:
         return self.view(await self._record(execution_id))
@@ -315,6 +368,8 @@ class Jobs:
 
     async def close(self) -> None:
         """Cancel every task this process runs (their records become ``cancelled``)."""
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
         tasks = [t for t in self._tasks if not t.done()]
         for t in tasks:
             t.cancel()
@@ -401,16 +456,18 @@ TYPES = (
 )
 
 
-def install_jobs(adapter: Any, store: Store | str | None = None) -> Jobs:
+def install_jobs(adapter: Any, store: Store | str | None = None, *, owner_ttl: float = OWNER_TTL) -> Jobs:
     """Run the adapter's ``background=True`` EXECUTE operations as background executions and add
     ``get_execution_state`` / ``cancel_execution`` / ``retry_execution``. ``store`` is a Store, a
     store URL, or None (the default SQLite file, as :class:`SafetyConfig`); share ``safety.store``
-    when safety is installed too. Operations marked after this call are wrapped as they are added."""
+    when safety is installed too. Operations marked after this call are wrapped as they are added.
+    ``owner_ttl``: seconds without a heartbeat after which another process may declare this one's
+    in-progress executions lost (see the module doc)."""
     specs = getattr(adapter, "_specs", None)
     if not isinstance(specs, list) or not hasattr(adapter, "add"):
         raise TypeError("install_jobs needs an mcpaql Adapter")
     st = store if isinstance(store, Store) else open_store(store)
-    jobs = Jobs(st, adapter.name)
+    jobs = Jobs(st, adapter.name, owner_ttl=owner_ttl)
     specs[:] = [jobs.wrap(s) if s.extensions.get("background") else s for s in specs]
     original_add = adapter.add
 
