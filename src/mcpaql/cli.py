@@ -6,6 +6,7 @@ SERVER arguments (introspect, call, conformance, tokens) are a URL (streamable H
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -223,6 +224,14 @@ def _upstreams(extra: list[str], url: str | None, headers: list[str], upstream: 
     return specs
 
 
+def _with_call_timeout(specs: list[Any], seconds: float | None) -> list[Any]:
+    if seconds is None:
+        return specs
+    if seconds <= 0:
+        _fail("--call-timeout must be a number of seconds > 0")
+    return [dataclasses.replace(s, call_timeout=seconds) for s in specs]
+
+
 @app.command(context_settings=EXTRA)
 def wrap(
     ctx: typer.Context,
@@ -247,11 +256,12 @@ def wrap(
     safety: Annotated[str | None, typer.Option(help="Safety policy file (YAML/JSON; see docs/safety.md)")] = None,
     trust: Annotated[str | None, typer.Option(help="Switch the safety layer on with this adapter trust level")] = None,
     safety_loop: Annotated[str | None, typer.Option(help="Add the execution safety loop: enforcing|monitoring|logging")] = None,
+    call_timeout: Annotated[float | None, typer.Option(help="Seconds an upstream tool call may take (default: no limit)")] = None,
 ) -> None:
     """Serve an existing MCP server (or several) through MCP-AQL: mcpaql wrap -- npx -y @modelcontextprotocol/server-memory"""
     from .adapters.upstream import wrap as do_wrap
 
-    specs = _upstreams(list(ctx.args), url, header, upstream, name if not upstream else None)
+    specs = _with_call_timeout(_upstreams(list(ctx.args), url, header, upstream, name if not upstream else None), call_timeout)
     cfg = _config(mode, prefix, tool_pattern, bare, config)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     kw: dict[str, Any] = {"config": cfg, "read_only": read_only, "include": include, "exclude": exclude,

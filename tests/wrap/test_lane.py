@@ -167,3 +167,18 @@ async def test_definitions_and_results_keep_fields_the_sdk_models_do_not_know() 
         assert w.engine.registry.get("set_alarm").category.value == "UPDATE"  # "set" is an update verb
     bundle = await capture_live(spec)
     assert bundle["raw_capture"]["tools"][0]["x-vendor"] == {"tier": "gold"}
+
+
+async def test_cli_call_timeout_over_stdio(tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "mcpaql.cli", "wrap", "--name", "time", "--call-timeout", "0.5", "--",
+            *argv_for(TIME, control=True)]
+    async with Client(StdioServerParameters(command=argv[0], args=argv[1:]), mode="legacy", cache=None) as c:
+        t0 = anyio.current_time()
+        r = await c.call_tool("time_mcpaql_execute", {"operation": "replay_sleep", "params": {"seconds": 30}})
+        body = json.loads(r.content[0].text)
+        assert r.is_error and "Timed out" in body["error"]["message"]
+        assert anyio.current_time() - t0 < 10
+        r = await c.call_tool("time_mcpaql_read", {"operation": "get_current_time", "params": {"timezone": "UTC"}})
+        assert json.loads(r.content[0].text)["success"] is True
+    bad = await anyio.run_process([*argv[:7], "0", "--", *argv_for(TIME)], check=False)
+    assert bad.returncode == 2 and b"--call-timeout" in bad.stderr
