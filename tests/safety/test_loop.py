@@ -336,3 +336,33 @@ async def test_REQ_AUTO_001_010_directive_types_are_introspectable(sqlite_store,
     d = await engine.execute({"operation": "introspect", "params": {"query": "types", "name": "AutonomyDirective"}},
                              engine.context(engine.new_session()))
     assert_valid_introspection(d)
+
+
+async def test_REQ_DANGER_017_gatekeeper_blocks_inside_a_loop_follow_the_danger_tiers(sqlite_store) -> None:
+    h = build(sqlite_store, trust="certified", loop_mode="enforcing", autonomy=AUTONOMY)
+    await h.call("execute_agent", element_name="bot")
+    await h.call("execute_agent", element_name="peer", session=(peer_session := h.engine.new_session()))
+    # destructive → permission_pending (confirm tier) is covered above; dangerous → verify tier
+    assert (await h.call("bulk_delete_tasks", project="p"))["error"]["code"] == "CONFIRMATION_REQUIRED"
+    d = await step(h, "read_file a")
+    assert d["continue"] is False
+    assert not any(n["type"] == "permission_pending" for n in d["notifications"])
+    cid = vid(d, "autonomy_pause")
+    pause = next(n for n in d["notifications"] if n["type"] == "autonomy_pause")["metadata"]
+    assert pause["level"] == "verify" and "bulk_delete_tasks" in pause["operation"]
+    peer = await step(h, "read_file a", agent="peer", session=peer_session)
+    assert peer["continue"] is True and not peer.get("notifications")  # the pause is that agent's only
+    ok = await h.call("verify_challenge", challenge_id=cid, code=await human_code(sqlite_store, cid))
+    assert ok["success"] is True and ok["data"]["resumed"] is True
+    assert (await step(h, "read_file a"))["continue"] is True
+    # forbidden → danger_zone: hard block, broadcast, persisted
+    assert (await h.call("drop_project", project="p"))["error"]["code"] == "CONFIRMATION_REQUIRED"
+    d = await step(h, "read_file a")
+    assert d["continue"] is False and d["stopped"] is True
+    zone = vid(d, "danger_zone")
+    assert vid(await step(h, "read_file a", agent="peer", session=peer_session), "danger_zone") == zone
+    fresh = build(sqlite_store, trust="certified", loop_mode="enforcing", autonomy=AUTONOMY)  # as after a restart
+    r = await fresh.call("execute_agent", element_name="bot")
+    assert r["error"]["code"] == "PERMISSION_DENIED" and r["error"]["details"]["reason"] == "agent_blocked"
+    ok = await fresh.call("verify_challenge", challenge_id=zone, code=await human_code(sqlite_store, zone))
+    assert ok["data"]["unblocked"] is True

@@ -284,12 +284,7 @@ class SafetyLoop:
                       directive: dict[str, Any]) -> list[dict[str, Any]]:
         eid = execution["execution_id"]
         if v.stops:  # deny pattern or danger_zone tier: hard block, persisted (CORE §8.8.1, §8.8.3)
-            ch = await self.challenges.create(agent, "danger_zone", action=hint, reason=v.reason or "",
-                                              execution_id=eid)
-            await self.store.put(NS_BLOCK, agent, {"agent": agent, "reason": v.reason, "action": hint[:500],
-                                                   "challenge_id": ch["id"], "blocked_at": now_iso(),
-                                                   "execution_id": eid})
-            await self.audit("AGENT_BLOCKED", agent=agent, execution_id=eid, challenge_id=ch["id"], trigger=v.trigger)
+            await self._hard_block(agent, eid, v.reason or "", hint, v.trigger)
             directive["stopped"] = True
             return []  # the danger_zone notification comes from the broadcast of live blocks
         kind = "verify" if v.trigger == "verify" else "confirm"
@@ -410,19 +405,42 @@ class SafetyLoop:
         return True
 
     async def note_permission_pending(self, session_id: str, operation: str, level: str, reason: str) -> None:
-        """Gatekeeper ``CONFIRMATION_REQUIRED`` inside a loop → ``permission_pending`` (GK §7.3)."""
+        """A gatekeeper ``CONFIRMATION_REQUIRED`` inside a loop, by danger level (DANGER §8.1–8.2,
+        REQ-DANGER-017): up to ``destructive`` → ``permission_pending`` (GK §7.3, cleared by
+        ``confirm_operation``); ``dangerous`` → verify tier: an ``autonomy_pause`` for that agent
+        only, cleared by ``verify_challenge``, not kept across restarts; ``forbidden`` →
+        ``danger_zone``: the agent is hard-blocked, broadcast to every agent and persisted."""
         if self.mode != "enforcing":
             return
+        action = f"operation {operation}"
         for ex in await self.store.scan("execution", {"session_id": session_id, "status": "running"}):
-            agent = ex["element_name"]
+            agent, eid = ex["element_name"], ex["execution_id"]
+            if level == "forbidden":
+                if await self.block_of(agent) is None:
+                    await self._hard_block(agent, eid, reason, action, "gatekeeper")
+                continue
             if await self.store.get(NS_PAUSE, agent) is not None:
                 continue
-            ch = await self.challenges.create(agent, "confirm", action=f"operation {operation}", reason=reason,
-                                              execution_id=ex["execution_id"])
+            if level == "dangerous":
+                ch = await self.challenges.create(agent, "verify", action=action, reason=reason, execution_id=eid)
+                pause = {"agent": agent, "kind": "verify", "challenge_id": ch["id"], "reason": reason,
+                         "trigger": "gatekeeper", "tier": "verify", "action": action, "operation": operation,
+                         "level": level, "execution_id": eid, "expires_at": ch["expires_at"], "boot": self.boot}
+                await self.store.put(NS_PAUSE, agent, pause)
+                await self.audit("AGENT_PAUSED", agent=agent, execution_id=eid, challenge_id=ch["id"], trigger="gatekeeper")
+                continue
+            ch = await self.challenges.create(agent, "confirm", action=action, reason=reason, execution_id=eid)
             await self.store.put(NS_PAUSE, agent, {
                 "agent": agent, "kind": "permission", "challenge_id": ch["id"], "operation": operation,
-                "level": level, "reason": reason, "trigger": "gatekeeper", "execution_id": ex["execution_id"],
+                "level": level, "reason": reason, "trigger": "gatekeeper", "execution_id": eid,
                 "expires_at": ch["expires_at"], "boot": self.boot})
+
+    async def _hard_block(self, agent: str, eid: str, reason: str, action: str, trigger: str) -> None:
+        """danger_zone (CORE §8.8.1, §8.8.3): persisted; lifted only by verify_challenge or an admin."""
+        ch = await self.challenges.create(agent, "danger_zone", action=action, reason=reason, execution_id=eid)
+        await self.store.put(NS_BLOCK, agent, {"agent": agent, "reason": reason, "action": action[:500],
+                                               "challenge_id": ch["id"], "blocked_at": now_iso(), "execution_id": eid})
+        await self.audit("AGENT_BLOCKED", agent=agent, execution_id=eid, challenge_id=ch["id"], trigger=trigger)
 
     # ---- the operation specs --------------------------------------------------------------------
 
