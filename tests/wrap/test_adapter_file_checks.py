@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +101,72 @@ async def test_req_adpt_015_missing_required_param_rejected_before_the_call(tmp_
         env = await rt.engine.execute({"operation": "get_item", "params": {}}, new_ctx())
     assert env["success"] is False and env["error"]["code"] == "VALIDATION_MISSING_PARAM"
     assert "item_id" in env["error"]["message"]
+
+
+@pytest.mark.parametrize("name", ["items-", "a", "x" * 65])
+def test_req_adpt_003_elem_name_rule(name: str) -> None:
+    assert code_of(broken(lambda d: d.update(name=name))) == "SCHEMA_INVALID_NAME"
+
+
+def test_req_adpt_003_file_named_after_the_adapter_is_advised(tmp_path: Path, caplog) -> None:
+    for fname, warned in (("items-api-adapter.json", False), ("adapter.json", True)):
+        caplog.clear()
+        (tmp_path / fname).write_text(json.dumps(VALID))
+        with caplog.at_level("WARNING", logger="mcpaql.adapter_schema"):
+            load_adapter_schema(tmp_path / fname)  # never an error: `mcpaql serve adapter.json` works
+        assert any("items-api-adapter.md" in r.getMessage() for r in caplog.records) is warned
+
+
+@pytest.mark.parametrize(("change", "path"), [
+    (lambda d: d["target"].update(transport="carrier-pigeon"), "target.transport"),
+    (lambda d: d["target"].update(protocol="soap"), "target.protocol"),
+    (lambda d: d["target"].update(serialization="yaml"), "target.serialization"),
+    (lambda d: d["target"].update(timeout=5), "target"),
+    (lambda d: d["target"].update(base_url="not a uri"), "target.base_url"),
+])
+def test_req_adpt_007_target_enums_and_closed_keys(change, path: str) -> None:
+    with pytest.raises(SchemaError, match=f"^SCHEMA_INVALID_TYPE: {re.escape(path)}:"):
+        check_adapter_schema(broken(change))
+
+
+@pytest.mark.parametrize(("change", "path"), [
+    (lambda op: op.update(danger_level="spicy"), "danger_level"),
+    (lambda op: op.update(supports_fields="yes"), "supports_fields"),
+    (lambda op: op.update(requires_confirmation=1), "requires_confirmation"),
+    (lambda op: op.update(non_idempotent=None), "non_idempotent"),
+    (lambda op: op.update(pagination={"style": "scroll"}), "pagination.style"),
+    (lambda op: op.update(pagination={"style": "cursor", "max_limit": 0}), "pagination.max_limit"),
+    (lambda op: op.update(pagination={"style": "cursor", "page_param": "p"}), "pagination"),
+    (lambda op: op.update(response="json"), "response"),
+])
+def test_req_adpt_010_operation_values(change, path: str) -> None:
+    with pytest.raises(SchemaError, match=re.escape(f"operations.read[0].{path}:")):
+        check_adapter_schema(broken(lambda d: change(d["operations"]["read"][0])))
+
+
+@pytest.mark.parametrize(("change", "key"), [
+    (lambda p: p.update(type="uuid"), "type"),
+    (lambda p: p.update(required="yes"), "required"),
+    (lambda p: p.update(enum=[1, 2]), "enum"),
+    (lambda p: p.update(enum=[]), "enum"),
+    (lambda p: p.update(minimum="0"), "minimum"),
+    (lambda p: p.update(maximum=True), "maximum"),
+    (lambda p: p.update(pattern="(unclosed"), "pattern"),
+])
+def test_req_adpt_014_parameter_values(change, key: str) -> None:
+    with pytest.raises(SchemaError, match=re.escape(f"operations.read[0].params.item_id.{key}:")):
+        check_adapter_schema(broken(lambda d: change(d["operations"]["read"][0]["params"]["item_id"])))
+
+
+@pytest.mark.parametrize(("auth", "path"), [
+    ({"type": "kerberos"}, "auth.type"),
+    ({"token_env": "T"}, "auth.type"),
+    ({"type": "bearer"}, "auth.token_env"),
+    ({"type": "api_key", "header_name": "X-Key"}, "auth.key_env"),
+])
+def test_req_adpt_016_auth(auth: dict, path: str) -> None:
+    with pytest.raises(SchemaError, match=re.escape(f"{path}:")):
+        check_adapter_schema(broken(lambda d: d.update(auth=auth)))
+    for ok in ({"type": "none"}, {"type": "bearer", "token_env": "GH_TOKEN"},
+               {"type": "api_key", "header_name": "X-Key", "key_env": "KEY"}):
+        check_adapter_schema(broken(lambda d, ok=ok: d.update(auth=ok)))

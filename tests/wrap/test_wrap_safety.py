@@ -139,7 +139,7 @@ async def test_cli_serve_adapter_file_with_safety_loop(tmp_path: Path) -> None:
         assert "record_execution_step" in {o["name"] for o in ops["data"]["operations"]}
 
 
-BASE = {"name": "x", "type": "adapter", "version": "1.0.0", "description": "d",
+BASE = {"name": "x-api", "type": "adapter", "version": "1.0.0", "description": "d",
         "target": {"base_url": "http://127.0.0.1:9", "transport": "http", "protocol": "rest", "serialization": "json"},
         "operations": {"read": [{"name": "get_a", "maps_to": "GET /a"}]}}
 

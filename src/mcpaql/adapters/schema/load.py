@@ -51,6 +51,15 @@ _TOP_KEYS = {"name", "type", "version", "description", "target", "operations", "
 _OP_KEYS = {"name", "maps_to", "description", "params", "response", "pagination", "supports_fields", "danger_level",
             "requires_confirmation", "non_idempotent"}
 _PARAM_KEYS = {"type", "required", "description", "default", "enum", "minimum", "maximum", "pattern", "format"}
+# The enums of adapter-schema TargetConfig / OperationDefinition / ParameterDefinition / AuthConfig
+# (CHECKLIST D.2; REQ-ADPT-007/010/014/016).
+_TARGET_ENUMS = {"transport": ("http", "websocket", "serial", "native"), "protocol": ("rest", "graphql", "grpc", "custom"),
+                 "serialization": ("json", "xml", "protobuf", "msgpack", "form")}
+_PARAM_TYPES = ("string", "integer", "number", "boolean", "array", "object")
+_DANGER_LEVELS = ("safe", "reversible", "destructive", "dangerous", "forbidden")
+_PAGINATION_STYLES = ("offset", "cursor", "page")
+_AUTH_TYPES = ("none", "api_key", "bearer", "basic", "oauth2")
+_URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$")
 
 
 def parse_adapter_file(path: str | Path) -> dict[str, Any]:
@@ -106,21 +115,99 @@ def _check_trust_and_rate_limits(data: dict[str, Any]) -> None:
                   "must be an integer >= 1")
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _check_target_and_auth(data: dict[str, Any]) -> None:
+    t = data["target"]
+    _need(isinstance(t, dict), "SCHEMA_INVALID_TYPE", "target", "must be an object")
+    for k in ("base_url", "transport", "protocol", "serialization"):
+        _need(k in t, "SCHEMA_MISSING_FIELD", f"target.{k}", "is required")
+    extra = set(t) - {"base_url", *_TARGET_ENUMS}
+    _need(not extra, "SCHEMA_INVALID_TYPE", "target", f"unknown key(s) {sorted(extra)}")
+    _need(isinstance(t["base_url"], str) and _URI_RE.match(t["base_url"]) is not None, "SCHEMA_INVALID_TYPE",
+          "target.base_url", "must be a URI, e.g. 'https://api.example.com/v1'")
+    for k, allowed in _TARGET_ENUMS.items():
+        _need(t[k] in allowed, "SCHEMA_INVALID_TYPE", f"target.{k}", f"must be one of {', '.join(allowed)}")
+    if "auth" not in data:
+        return
+    a = data["auth"]
+    _need(isinstance(a, dict), "SCHEMA_INVALID_TYPE", "auth", "must be an object")
+    _need("type" in a, "SCHEMA_MISSING_FIELD", "auth.type", "is required")
+    _need(a["type"] in _AUTH_TYPES, "SCHEMA_INVALID_TYPE", "auth.type", f"must be one of {', '.join(_AUTH_TYPES)}")
+    if a["type"] == "bearer":
+        _need(isinstance(a.get("token_env"), str) and bool(a["token_env"]), "SCHEMA_MISSING_FIELD", "auth.token_env",
+              "is required for bearer auth (the environment variable holding the token)")
+    if a["type"] == "api_key":
+        _need(isinstance(a.get("key_env") or a.get("token_env"), str), "SCHEMA_MISSING_FIELD", "auth.key_env",
+              "is required for api_key auth (the environment variable holding the key)")
+
+
+def _check_operation_values(op: dict[str, Any], where: str) -> None:
+    """REQ-ADPT-010: the optional keys' value shapes."""
+    for k in ("supports_fields", "requires_confirmation", "non_idempotent"):
+        if k in op:
+            _need(isinstance(op[k], bool), "SCHEMA_INVALID_TYPE", f"{where}.{k}", "must be true or false")
+    if "danger_level" in op:
+        _need(op["danger_level"] in _DANGER_LEVELS, "SCHEMA_INVALID_TYPE", f"{where}.danger_level",
+              f"must be one of {', '.join(_DANGER_LEVELS)}")
+    for k in ("description",):
+        if k in op:
+            _need(isinstance(op[k], str), "SCHEMA_INVALID_TYPE", f"{where}.{k}", "must be a string")
+    if "response" in op:
+        _need(isinstance(op["response"], dict), "SCHEMA_INVALID_TYPE", f"{where}.response", "must be an object")
+    if "params" in op:
+        _need(isinstance(op["params"], dict), "SCHEMA_INVALID_TYPE", f"{where}.params", "must be an object")
+    if "pagination" in op:
+        pg = op["pagination"]
+        _need(isinstance(pg, dict), "SCHEMA_INVALID_TYPE", f"{where}.pagination", "must be an object")
+        extra = set(pg) - {"style", "default_limit", "max_limit"}
+        _need(not extra, "SCHEMA_INVALID_TYPE", f"{where}.pagination", f"unknown key(s) {sorted(extra)}")
+        if "style" in pg:
+            _need(pg["style"] in _PAGINATION_STYLES, "SCHEMA_INVALID_TYPE", f"{where}.pagination.style",
+                  f"must be one of {', '.join(_PAGINATION_STYLES)}")
+        for k in ("default_limit", "max_limit"):
+            if k in pg:
+                _need(isinstance(pg[k], int) and not isinstance(pg[k], bool) and pg[k] >= 1, "SCHEMA_INVALID_TYPE",
+                      f"{where}.pagination.{k}", "must be an integer >= 1")
+
+
+def _check_param_values(pd: dict[str, Any], where: str) -> None:
+    """REQ-ADPT-014: the ParameterDefinition value shapes."""
+    _need(pd["type"] in _PARAM_TYPES, "SCHEMA_INVALID_TYPE", f"{where}.type", f"must be one of {', '.join(_PARAM_TYPES)}")
+    if "required" in pd:
+        _need(isinstance(pd["required"], bool), "SCHEMA_INVALID_TYPE", f"{where}.required", "must be true or false")
+    if "enum" in pd:
+        _need(isinstance(pd["enum"], list) and bool(pd["enum"]) and all(isinstance(v, str) for v in pd["enum"]),
+              "SCHEMA_INVALID_TYPE", f"{where}.enum", "must be a non-empty list of strings")
+    for k in ("minimum", "maximum"):
+        if k in pd:
+            _need(_is_number(pd[k]), "SCHEMA_INVALID_TYPE", f"{where}.{k}", "must be a number")
+    for k in ("description", "format", "pattern"):
+        if k in pd:
+            _need(isinstance(pd[k], str), "SCHEMA_INVALID_TYPE", f"{where}.{k}", "must be a string")
+    if isinstance(pd.get("pattern"), str):
+        try:
+            re.compile(pd["pattern"])
+        except re.error as e:
+            raise SchemaError("SCHEMA_INVALID_TYPE", f"{where}.pattern: is not a valid regular expression ({e})") from None
+
+
 def check_adapter_schema(data: dict[str, Any]) -> None:
     """The closed structure of adapter-schema.schema.json, with field paths in the errors (GEN §2.2)."""
     for k in ("name", "type", "version", "description", "target", "operations"):
         _need(k in data, "SCHEMA_MISSING_FIELD", k, "is required")
     extra = set(data) - _TOP_KEYS
     _need(not extra, "SCHEMA_INVALID_TYPE", ", ".join(sorted(extra)), "unknown top-level key(s)")
-    _need(isinstance(data["name"], str) and re.fullmatch(r"[a-z][a-z0-9-]*", data["name"]) is not None,
-          "SCHEMA_INVALID_NAME", "name", "must match ^[a-z][a-z0-9-]*$")
+    _need(isinstance(data["name"], str) and re.fullmatch(r"[a-z][a-z0-9-]*[a-z0-9]", data["name"]) is not None
+          and len(data["name"]) <= 64, "SCHEMA_INVALID_NAME", "name",
+          "must match ^[a-z][a-z0-9-]*[a-z0-9]$ (2-64 characters)")
+    _need(isinstance(data["description"], str), "SCHEMA_INVALID_TYPE", "description", "must be a string")
     _need(data["type"] == "adapter", "SCHEMA_INVALID_TYPE", "type", "must be 'adapter'")
     _need(isinstance(data["version"], str) and re.fullmatch(r"\d+\.\d+\.\d+(-[a-z0-9.]+)?", data["version"]) is not None,
           "SCHEMA_INVALID_TYPE", "version", "must be SemVer, e.g. '1.0.0'")
-    t = data["target"]
-    _need(isinstance(t, dict), "SCHEMA_INVALID_TYPE", "target", "must be an object")
-    for k in ("base_url", "transport", "protocol", "serialization"):
-        _need(k in t, "SCHEMA_MISSING_FIELD", f"target.{k}", "is required")
+    _check_target_and_auth(data)
     _check_trust_and_rate_limits(data)
     ops = data["operations"]
     _need(isinstance(ops, dict), "SCHEMA_INVALID_TYPE", "operations", "must be an object")
@@ -135,6 +222,7 @@ def check_adapter_schema(data: dict[str, Any]) -> None:
             for k in ("name", "maps_to"):
                 _need(k in op, "SCHEMA_MISSING_FIELD", f"{where}.{k}", "is required")
             _need(not set(op) - _OP_KEYS, "SCHEMA_INVALID_TYPE", where, f"unknown key(s) {sorted(set(op) - _OP_KEYS)}")
+            _check_operation_values(op, where)
             _need(bool(NAME_RE.match(str(op["name"]))), "SCHEMA_INVALID_NAME", f"{where}.name", "must be snake_case")
             _need(op["name"] not in seen, "SCHEMA_DUPLICATE_NAME", f"{where}.name", f"'{op['name']}' is defined twice")
             seen.add(op["name"])
@@ -147,6 +235,7 @@ def check_adapter_schema(data: dict[str, Any]) -> None:
                       "is required")
                 _need(not set(pd) - _PARAM_KEYS, "SCHEMA_INVALID_TYPE", f"{where}.params.{pname}",
                       f"unknown key(s) {sorted(set(pd) - _PARAM_KEYS)}")
+                _check_param_values(pd, f"{where}.params.{pname}")
             if m:
                 for ph in re.findall(r"{([^}]+)}", m.group(2)):
                     _need(ph in params, "SCHEMA_UNRESOLVED_REF", f"{where}.maps_to", f"placeholder '{{{ph}}}' has no param")
@@ -271,7 +360,7 @@ class AdapterSchema:
 _SECRET_KEYS = re.compile(r"(token|secret|password|passwd|api_?key|key)$", re.I)
 
 
-def schema_warnings(data: dict[str, Any]) -> list[str]:
+def schema_warnings(data: dict[str, Any], filename: str | None = None) -> list[str]:
     """Things a runtime SHOULD warn about: embedded credentials (REQ-ADPT-017), a plain-HTTP
     ``base_url`` that is not local (REQ-ADPT-008) and a description outside 10-200 characters
     (REQ-ADPT-006)."""
@@ -280,6 +369,11 @@ def schema_warnings(data: dict[str, Any]) -> list[str]:
         if _SECRET_KEYS.search(k) and not k.endswith("_env") and isinstance(v, str) and v:
             out.append(f"auth.{k} looks like an embedded credential: reference an environment variable "
                        f"({k}_env) instead")
+    name = data.get("name")
+    if filename is not None and isinstance(name, str) and not filename.startswith(f"{name}-adapter."):
+        # ELEM §1.3 (REQ-ADPT-003) names the file after the adapter; a warning, not an error, so
+        # `mcpaql serve adapter.json` keeps working
+        out.append(f"the file is conventionally named '{name}-adapter.md' (or .json/.yaml) after the adapter")
     desc = data.get("description")
     if isinstance(desc, str) and not 10 <= len(desc.strip()) <= 200:  # REQ-ADPT-006 (ELEM §4.4)
         out.append(f"description is {len(desc.strip())} characters; describe the target API and its main "
@@ -295,7 +389,7 @@ def load_adapter_schema(path: str | Path) -> AdapterSchema:
     """Parse and check an adapter-schema file (raises :class:`SchemaError` with a field path)."""
     data = parse_adapter_file(path)
     check_adapter_schema(data)
-    for w in schema_warnings(data):
+    for w in schema_warnings(data, Path(path).name):
         log.warning("%s: %s", Path(path).name, w)
     return AdapterSchema(data, Path(path))
 
