@@ -183,7 +183,13 @@ def rest_api():
         items.pop(request.path_params["item_id"], None)
         return Response(status_code=204)
 
-    app = Starlette(routes=[Route("/items/{item_id}", get_item, methods=["GET"]),
+    async def limited(request):  # how APIs say "slow down": 429 + Retry-After, or GitHub's 403 + X-RateLimit-*
+        if request.query_params.get("style") == "github":
+            return JSONResponse({"message": "API rate limit exceeded"}, status_code=403, headers={
+                "x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 30)})
+        return JSONResponse({"message": "slow down"}, status_code=429, headers={"retry-after": "7"})
+
+    app = Starlette(routes=[Route("/limited", limited, methods=["GET"]), Route("/items/{item_id}", get_item, methods=["GET"]),
                             Route("/items/{item_id}", delete_item, methods=["DELETE"]),
                             Route("/items", list_items, methods=["GET"]), Route("/items", create_item, methods=["POST"])])
     port = _free_port()
@@ -207,6 +213,8 @@ async def test_rest_adapter_schema_runs(rest_api: str, tmp_path: Path) -> None:
                       "params": {"item_id": {"type": "string", "required": True}}},
                      {"name": "list_items", "maps_to": "GET /items",
                       "params": {"limit": {"type": "integer", "minimum": 1, "maximum": 100}}}],
+            "execute": [{"name": "limited_call", "maps_to": "GET /limited", "danger_level": "safe",
+                         "params": {"style": {"type": "string"}}}],
             "create": [{"name": "create_item", "maps_to": "POST /items",
                         "params": {"id": {"type": "string", "required": True}, "title": {"type": "string"}}}],
             "delete": [{"name": "delete_item", "maps_to": "DELETE /items/{item_id}", "danger_level": "destructive",
@@ -229,6 +237,25 @@ async def test_rest_adapter_schema_runs(rest_api: str, tmp_path: Path) -> None:
         assert env["error"]["code"] == "NOT_FOUND_RESOURCE"
         env = await e.execute({"operation": "list_items", "params": {"limit": 0}}, new_ctx())
         assert env["error"]["code"] == "VALIDATION_INVALID_VALUE"
+        # REQ-RATE-008: the target API's own limits reach the model with how long to wait
+        env = await e.execute({"operation": "limited_call"}, new_ctx())
+        assert env["error"]["code"] == "RATE_LIMIT_EXCEEDED" and env["error"]["details"]["retry_after_seconds"] == 7
+        env = await e.execute({"operation": "limited_call", "params": {"style": "github"}}, new_ctx())
+        assert env["error"]["code"] == "RATE_LIMIT_EXCEEDED"
+        assert 25 <= env["error"]["details"]["retry_after_seconds"] <= 31
+
+
+def test_retry_after_header_forms_REQ_RATE_008() -> None:
+    from mcpaql.adapters.schema.load import retry_after_seconds
+
+    now = 1_800_000_000.0
+    assert retry_after_seconds({"retry-after": "120"}, now) == 120
+    assert retry_after_seconds({"retry-after": "Fri, 15 Jan 2027 08:00:10 GMT"}, 1_800_000_000.0) == 10  # HTTP date
+    assert retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, now) == 0  # in the past
+    assert retry_after_seconds({"x-ratelimit-reset": str(int(now) + 42)}, now) == 42  # epoch seconds (GitHub)
+    assert retry_after_seconds({"ratelimit-reset": "15"}, now) == 15  # delta seconds (IETF draft)
+    assert retry_after_seconds({"retry-after": "soon"}, now) is None
+    assert retry_after_seconds({}, now) is None
 
 
 def test_runtime_warns_about_embedded_credentials_and_plain_http() -> None:
