@@ -132,6 +132,18 @@ def test_req_err_007_status_table(status: int, code: str) -> None:
     assert code_for_message("whatever", status) == code
 
 
+@pytest.mark.parametrize(("body", "code"), [
+    ('HTTP 422: {"message": "Validation Failed", "errors": [{"field": "title", "code": "missing_field"}], '
+     '"detail": "title is required"}', "VALIDATION_MISSING_PARAM"),
+    ("HTTP 400: missing required parameter 'owner'", "VALIDATION_MISSING_PARAM"),
+    ("HTTP 422: state must be one of open, closed", "VALIDATION_INVALID_TYPE"),
+    ("HTTP 400: Bad Request", "VALIDATION_INVALID_TYPE"),
+])
+def test_req_err_008_body_decides_between_missing_and_invalid(body: str, code: str) -> None:
+    status = int(body[5:8])
+    assert code_for_message(body, status) == code
+
+
 def test_is_error_results_raise() -> None:
     with pytest.raises(MCPAQLError) as e:
         result_data({"content": [{"type": "text", "text": "Unknown entity 'x' not found"}], "isError": True}, "open_nodes")

@@ -208,13 +208,14 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
      "VALIDATION_INVALID_TYPE"),
 )
 _MAX_MESSAGE = 600
+_MISSING = next(p for p, code in _RULES if code == "VALIDATION_MISSING_PARAM")
 
 
 def code_for_message(message: str, status: int | None = None) -> str:
     """REQ-ERR-007: HTTP status when known, else the message's wording; unknown → INTERNAL_ERROR."""
     if status is not None:
-        if status in (400, 422):
-            return "VALIDATION_INVALID_TYPE"
+        if status in (400, 422):  # REQ-ERR-008: the body tells a missing parameter from a bad one
+            return "VALIDATION_MISSING_PARAM" if _MISSING.search(message) else "VALIDATION_INVALID_TYPE"
         if status in (401, 403):
             return "PERMISSION_DENIED"
         if status == 404:
