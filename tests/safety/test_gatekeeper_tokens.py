@@ -291,3 +291,21 @@ async def test_REQ_DANGER_010_danger_in_introspection_stays_schema_valid(sqlite_
     assert "Danger level: safe; allowed." in by_name["get_task"]
     assert "Danger level: dangerous; denied" in by_name["bulk_delete_tasks"]
     assert "Danger level: safe; allowed." in by_name["force_sync"]
+
+
+async def test_REQ_TOKEN_004_server_side_record_fields(sqlite_store) -> None:
+    from mcpaql.safety.confirmation import params_hash
+
+    h = build(sqlite_store, trust="validated")
+    _, token = await confirm_flow(h, task_id="t1")
+    rec = await sqlite_store.get(NS_TOKEN, token)
+    assert {"id", "type", "operation", "params_hash", "adapter_name", "issued_at", "expires_at", "consumed",
+            "context"} <= set(rec)
+    assert rec["id"] == token and rec["type"] == "confirmation" and rec["operation"] == "delete_task"
+    assert rec["adapter_name"] == "tasks" and rec["consumed"] is False and rec["issued_at"].endswith("Z")
+    assert rec["params_hash"] == params_hash("delete_task", {"task_id": "t1", "force": False})  # defaults bound too
+    assert rec["context"]["danger_level"] == "destructive" and rec["context"]["reasons"]
+    assert "t1" not in json.dumps(rec)  # parameters are hashed, never stored
+    await h.call("delete_task", task_id="t1", _confirmation=token)
+    used = await sqlite_store.get(NS_TOKEN, token)
+    assert used["consumed"] is True and used["consumed_at"].endswith("Z")
