@@ -437,3 +437,11 @@ async def test_own_running_executions_are_never_reaped(world: World) -> None:
     assert (await world.state(eid))["status"] == "running"  # the reader is the owner
     world.gate.set()
     assert (await world.jobs.wait(eid, 5))["status"] == "completed"
+
+
+async def test_REQ_EXEC_011_background_operations_name_their_transitions(world: World) -> None:
+    env = await world.call("introspect", query="operations")
+    desc = {o["name"]: o["description"] for o in env["data"]["operations"]}
+    assert all(w in desc["rebuild_index"] for w in ("pending → running", "completed or failed", "→ cancelled"))
+    assert "becomes cancelled" in desc["cancel_execution"]
+    assert "failed or cancelled" in desc["retry_execution"] and "keeps its id" in desc["retry_execution"]

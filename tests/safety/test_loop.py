@@ -366,3 +366,13 @@ async def test_REQ_DANGER_017_gatekeeper_blocks_inside_a_loop_follow_the_danger_
     assert r["error"]["code"] == "PERMISSION_DENIED" and r["error"]["details"]["reason"] == "agent_blocked"
     ok = await fresh.call("verify_challenge", challenge_id=zone, code=await human_code(sqlite_store, zone))
     assert ok["data"]["unblocked"] is True
+
+
+async def test_REQ_EXEC_011_transition_operations_name_the_states_they_lead_to(sqlite_store) -> None:
+    h = loop_harness(sqlite_store)
+    env = await h.call("introspect", query="operations")
+    desc = {o["name"]: o["description"] for o in env["data"]["operations"]}
+    expected = {"execute_agent": ("running", "pending"), "complete_execution": ("running → completed",),
+                "abort_execution": ("→ cancelled",), "confirm_operation": ("pending → running",)}
+    for op, words in expected.items():
+        assert all(w in desc[op] for w in words), (op, desc[op])

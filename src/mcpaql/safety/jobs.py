@@ -142,8 +142,9 @@ class Jobs:
 
         start_background.__name__ = getattr(spec.handler, "__name__", name)
         start_background.__doc__ = getattr(spec.handler, "__doc__", None)
-        note = (" Runs in the background: returns {execution_id, status, progress} at once; poll "
-                "get_execution_state, stop with cancel_execution, rerun with retry_execution.")
+        note = (" Runs in the background: returns {execution_id, status, progress} at once (pending → running, "
+                "then completed or failed); poll get_execution_state, stop with cancel_execution (→ cancelled), "
+                "rerun with retry_execution.")
         return replace(
             spec, handler=start_background, context_param=CTX_KEY, is_async=True, lifecycle=dict(LIFECYCLE),
             description=spec.description.rstrip() + note,

@@ -490,7 +490,8 @@ class SafetyLoop:
         verified = TypeRef("VerificationResult", "object", "{verified, challenge_id, element_name, kind, ...}")
         table: list[tuple[Any, Category, str, tuple[ParamSpec, ...], TypeRef, dict[str, Any]]] = [
             (execute_agent, Category.EXECUTE,
-             "Start a monitored execution (execution safety loop). Refused while the agent is hard-blocked.",
+             "Start a monitored execution (execution safety loop): status running, or pending until a human "
+             "approves it when approval to start is required. Refused while the agent is hard-blocked.",
              (p("element_name", "Name of the agent starting a monitored execution", required=True),
               p("goal", "What the agent intends to achieve"),
               p("parameters", "Agent-specific start parameters", {"type": "object"})),
@@ -505,14 +506,15 @@ class SafetyLoop:
               p("findings", "Observations from the completed step"),
               p("execution_id", eid_doc)),
              directive, {}),
-            (complete_execution, Category.EXECUTE, "Finish a monitored execution normally.",
+            (complete_execution, Category.EXECUTE, "Finish a monitored execution normally: running → completed.",
              (p("element_name", "The agent finishing", required=True), p("execution_id", eid_doc),
               p("summary", "What was achieved")), state, {}),
-            (abort_execution, Category.EXECUTE, "Stop a monitored execution (cancelled).",
+            (abort_execution, Category.EXECUTE, "Stop a monitored execution: pending or running → cancelled.",
              (p("element_name", "The agent stopping", required=True), p("execution_id", eid_doc),
               p("reason", "Why the execution stops")), state, {}),
             (confirm_operation, Category.EXECUTE,
-             "Human approval of a paused action or gatekeeper block, with the code shown to the operator out of band.",
+             "Human approval of a paused action or gatekeeper block, or of a pending start (pending → running), "
+             "with the code shown to the operator out of band.",
              (p("challenge_id", "verificationId from a permission_pending or autonomy_pause notification", required=True),
               p("code", "Approval code shown to the human operator (never to the agent)", required=True, sensitive=True),
               p("element_name", "Who is confirming (must not be the paused agent)")), verified, {}),
