@@ -17,11 +17,12 @@ Schemas are read from ``../shared/spec/schemas`` relative to the repository root
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
@@ -317,3 +318,36 @@ async def open_test_store(kind: str, request: Any, tmp_path: Any) -> AsyncIterat
         yield store
     finally:
         await store.close()
+
+
+# ---- real HTTP servers for tests ------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve_in_thread(app: Any) -> Iterator[str]:
+    """Run an ASGI ``app`` under a real uvicorn server on 127.0.0.1; yields its base URL."""
+    import threading
+    import time
+
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    t = threading.Thread(target=server.run, daemon=True)
+    t.start()
+    while not server.started:
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        t.join(5)

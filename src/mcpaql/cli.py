@@ -39,6 +39,21 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+# Options shared by the serving commands (serve, wrap, openapi): one definition each.
+ModeOpt = Annotated[str | None, typer.Option(help="semantic | single | all")]
+TransportOpt = Annotated[str, typer.Option(help="stdio | http")]
+HostOpt = Annotated[str, typer.Option(help="HTTP bind address")]
+PortOpt = Annotated[int, typer.Option(help="HTTP port")]
+StatelessOpt = Annotated[bool, typer.Option(help="Stateless streamable HTTP (several processes, one deployment)")]
+PrefixOpt = Annotated[str | None, typer.Option(help="Tool name prefix, e.g. github_ (env MCP_AQL_TOOL_PREFIX)")]
+ToolPatternOpt = Annotated[str | None, typer.Option(help="Tool name pattern, default {adapter}_mcpaql_{endpoint}")]
+BareOpt = Annotated[bool, typer.Option(help="Spec names mcp_aql_{endpoint} / mcp_aql")]
+ConfigOpt = Annotated[str | None, typer.Option(help="Config file (YAML/JSON)")]
+SafetyOpt = Annotated[str | None, typer.Option(help="Safety policy file (YAML/JSON; see docs/safety.md)")]
+TrustOpt = Annotated[str | None, typer.Option(help="Switch the safety layer on with this adapter trust level")]
+SafetyLoopOpt = Annotated[str | None, typer.Option(help="Add the execution safety loop: enforcing|monitoring|logging")]
+
+
 def _config(mode: str | None, prefix: str | None, tool_pattern: str | None, bare: bool, config_file: str | None,
             enumerate_ops: bool | None = None, allow: str | None = None) -> Config:
     try:
@@ -73,27 +88,30 @@ def _server_target(server: str | None, extra: list[str]) -> str | list[str]:
 @app.command()
 def serve(
     target: Annotated[str | None, typer.Argument(help="package.module:adapter, a .py file, or an adapter schema file")] = None,
-    mode: Annotated[str | None, typer.Option(help="semantic | single | all")] = None,
-    transport: Annotated[str, typer.Option(help="stdio | http")] = "stdio",
-    host: Annotated[str, typer.Option(help="HTTP bind address")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="HTTP port")] = 8000,
-    stateless: Annotated[bool, typer.Option(help="Stateless streamable HTTP (several processes, one deployment)")] = False,
-    prefix: Annotated[str | None, typer.Option(help="Tool name prefix, e.g. github_ (env MCP_AQL_TOOL_PREFIX)")] = None,
-    tool_pattern: Annotated[str | None, typer.Option(help="Tool name pattern, default {adapter}_mcpaql_{endpoint}")] = None,
-    bare: Annotated[bool, typer.Option(help="Spec names mcp_aql_{endpoint} / mcp_aql")] = False,
+    mode: ModeOpt = None,
+    transport: TransportOpt = "stdio",
+    host: HostOpt = "127.0.0.1",
+    port: PortOpt = 8000,
+    stateless: StatelessOpt = False,
+    prefix: PrefixOpt = None,
+    tool_pattern: ToolPatternOpt = None,
+    bare: BareOpt = False,
     enumerate_operations: Annotated[bool, typer.Option(help="Add an enum of operations to each input schema")] = False,
     allow: Annotated[str | None, typer.Option(help="Allowed categories, e.g. READ,CREATE")] = None,
-    config: Annotated[str | None, typer.Option(help="Config file (YAML/JSON)")] = None,
+    config: ConfigOpt = None,
     db: Annotated[str | None, typer.Option(help="Demo adapter: SQLite file (env MCPAQL_DEMO_DB)")] = None,
-    safety: Annotated[str | None, typer.Option(help="Safety policy file (YAML/JSON; see docs/safety.md)")] = None,
-    trust: Annotated[str | None, typer.Option(help="Switch the safety layer on with this adapter trust level")] = None,
-    safety_loop: Annotated[str | None, typer.Option(help="Add the execution safety loop: enforcing|monitoring|logging")] = None,
+    safety: SafetyOpt = None,
+    trust: TrustOpt = None,
+    safety_loop: SafetyLoopOpt = None,
 ) -> None:
     """Serve an adapter over MCP (no TARGET: the embedded Task Tracker demo)."""
     from .loading import TargetError, load_engine
 
     cfg = _config(mode, prefix, tool_pattern, bare, config, enumerate_operations or None, allow)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if target and target.endswith((".json", ".yaml", ".yml")) and _is_openapi(target):
+        _serve_openapi(target, cfg, transport, host, port, stateless, safety=_safety_config(safety, trust, safety_loop))
+        return
     if target and target.endswith((".json", ".yaml", ".yml", ".md")):
         _serve_schema_file(target, cfg, transport, host, port, stateless, _safety_config(safety, trust, safety_loop))
         return
@@ -197,15 +215,37 @@ def _serve_schema_file(path: str, cfg: Config, transport: str, host: str, port: 
     _run_holder(runtime, transport, host, port, stateless)
 
 
-def _upstreams(extra: list[str], url: str | None, headers: list[str], upstream: list[str], name: str | None) -> list[Any]:
-    from .adapters.upstream import UpstreamSpec
+def _is_openapi(path: str) -> bool:
+    from .adapters.openapi import looks_like_openapi
 
-    hdrs: dict[str, str] = {}
-    for h in headers:
+    return looks_like_openapi(path)
+
+
+def _serve_openapi(source: str, cfg: Config, transport: str, host: str, port: int, stateless: bool, **kw: Any) -> None:
+    from .adapters.openapi import OpenAPIError, serve_openapi
+
+    try:
+        runtime = serve_openapi(source, config=cfg, **kw)
+    except OpenAPIError as e:
+        _fail(str(e))
+        return
+    _run_holder(runtime, transport, host, port, stateless)
+
+
+def _headers(pairs: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for h in pairs:
         k, sep, v = h.partition("=")
         if not sep or not k.strip():
             _fail(f"--header must be K=V, got '{h}'")
-        hdrs[k.strip()] = v
+        out[k.strip()] = v
+    return out
+
+
+def _upstreams(extra: list[str], url: str | None, headers: list[str], upstream: list[str], name: str | None) -> list[Any]:
+    from .adapters.upstream import UpstreamSpec
+
+    hdrs = _headers(headers)
     specs = []
     # A stdio upstream is the user's own command: like any process they start, it inherits their
     # environment (API keys such as GITHUB_TOKEN live there), not just the SDK's short safe list.
@@ -244,18 +284,18 @@ def wrap(
     include: Annotated[list[str], typer.Option(help="Glob of tools/operations to expose (repeatable)")] = [],  # noqa: B006
     exclude: Annotated[list[str], typer.Option(help="Glob of tools/operations to hide (repeatable)")] = [],  # noqa: B006
     overrides: Annotated[str | None, typer.Option(help="Overrides YAML (classification fixes)")] = None,
-    mode: Annotated[str | None, typer.Option(help="semantic | single | all")] = None,
-    transport: Annotated[str, typer.Option(help="stdio | http")] = "stdio",
-    host: Annotated[str, typer.Option(help="HTTP bind address")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="HTTP port")] = 8000,
-    stateless: Annotated[bool, typer.Option(help="Stateless streamable HTTP")] = False,
-    prefix: Annotated[str | None, typer.Option(help="Tool name prefix (env MCP_AQL_TOOL_PREFIX)")] = None,
-    tool_pattern: Annotated[str | None, typer.Option(help="Tool name pattern")] = None,
-    bare: Annotated[bool, typer.Option(help="Spec names mcp_aql_{endpoint} / mcp_aql")] = False,
-    config: Annotated[str | None, typer.Option(help="Config file (YAML/JSON)")] = None,
-    safety: Annotated[str | None, typer.Option(help="Safety policy file (YAML/JSON; see docs/safety.md)")] = None,
-    trust: Annotated[str | None, typer.Option(help="Switch the safety layer on with this adapter trust level")] = None,
-    safety_loop: Annotated[str | None, typer.Option(help="Add the execution safety loop: enforcing|monitoring|logging")] = None,
+    mode: ModeOpt = None,
+    transport: TransportOpt = "stdio",
+    host: HostOpt = "127.0.0.1",
+    port: PortOpt = 8000,
+    stateless: StatelessOpt = False,
+    prefix: PrefixOpt = None,
+    tool_pattern: ToolPatternOpt = None,
+    bare: BareOpt = False,
+    config: ConfigOpt = None,
+    safety: SafetyOpt = None,
+    trust: TrustOpt = None,
+    safety_loop: SafetyLoopOpt = None,
     call_timeout: Annotated[float | None, typer.Option(help="Seconds an upstream tool call may take (default: no limit)")] = None,
 ) -> None:
     """Serve an existing MCP server (or several) through MCP-AQL: mcpaql wrap -- npx -y @modelcontextprotocol/server-memory"""
@@ -275,6 +315,39 @@ def wrap(
 
         kw["overrides"] = (load_overrides(overrides).get("operations") or {})
     _run_holder(do_wrap(specs, **kw), transport, host, port, stateless)
+
+
+@app.command()
+def openapi(
+    spec: Annotated[str, typer.Argument(help="OpenAPI 3.x document: a file (JSON/YAML) or an http(s) URL")],
+    base_url: Annotated[str | None, typer.Option(help="API base URL (default: the document's first server)")] = None,
+    header: Annotated[list[str], typer.Option(help="HTTP header K=V sent on every call; values may use ${ENV}")] = [],  # noqa: B006
+    name: Annotated[str | None, typer.Option(help="Adapter name (default: from the document's title)")] = None,
+    read_only: Annotated[bool, typer.Option(help="Expose READ operations only")] = False,
+    include: Annotated[list[str], typer.Option(help="Glob of operations to expose (repeatable)")] = [],  # noqa: B006
+    exclude: Annotated[list[str], typer.Option(help="Glob of operations to hide (repeatable)")] = [],  # noqa: B006
+    timeout: Annotated[float, typer.Option(help="Seconds an API call may take")] = 30.0,
+    mode: ModeOpt = None,
+    transport: TransportOpt = "stdio",
+    host: HostOpt = "127.0.0.1",
+    port: PortOpt = 8000,
+    stateless: StatelessOpt = False,
+    prefix: PrefixOpt = None,
+    tool_pattern: ToolPatternOpt = None,
+    bare: BareOpt = False,
+    config: ConfigOpt = None,
+    safety: SafetyOpt = None,
+    trust: TrustOpt = None,
+    safety_loop: SafetyLoopOpt = None,
+) -> None:
+    """Serve an HTTP API described by OpenAPI 3.x through MCP-AQL: mcpaql openapi petstore.yaml"""
+    cfg = _config(mode, prefix, tool_pattern, bare, config)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if timeout <= 0:
+        _fail("--timeout must be a number of seconds > 0")
+    _serve_openapi(spec, cfg, transport, host, port, stateless, base_url=base_url, headers=_headers(header), name=name,
+                   read_only=read_only, include=include, exclude=exclude, timeout=timeout,
+                   safety=_safety_config(safety, trust, safety_loop))
 
 
 @app.command(context_settings=EXTRA)
@@ -336,6 +409,7 @@ def tokens(
     ctx: typer.Context,
     server: Annotated[str | None, typer.Argument(help="URL, or use '-- command args…'")] = None,
     fixture: Annotated[str | None, typer.Option(help="A saved tools/list JSON instead of a live server")] = None,
+    openapi: Annotated[str | None, typer.Option(help="An OpenAPI 3.x document (file or URL): its operations as tools")] = None,
     header: Annotated[list[str], typer.Option(help="Upstream HTTP header K=V")] = [],  # noqa: B006
     operation: Annotated[str | None, typer.Option(help="Also show this operation's detail vs its tool definition")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
@@ -345,6 +419,15 @@ def tokens(
 
     if fixture:
         rep = token_report(Path(fixture))
+    elif openapi:
+        from .adapters.openapi import OpenAPIError, load_document
+
+        try:
+            api = load_document(openapi)
+        except OpenAPIError as e:
+            _fail(str(e))
+            return
+        rep = token_report(api.tools, name=re.sub(r"[^a-z0-9]+", "-", api.title.lower()).strip("-") or "api")
     else:
         target = _server_target(server, ctx.args)
         url = target if isinstance(target, str) else None

@@ -20,6 +20,7 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from wrap_helpers import new_ctx
 
+from aql_support import free_port
 from mcpaql.adapters.upstream.ops import result_data
 from mcpaql.adapters.upstream.runtime import UpstreamSpec
 from mcpaql.adapters.upstream.wrap import wrap
@@ -265,20 +266,12 @@ async def test_parity_direct_vs_wrapped(server: str, tmp_path: Path) -> None:
             assert _normalize(got, kind, d2) == _normalize(exp, kind, d1), (tool, args)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(params=["streamableHttp", "sse"])
 def http_everything(request: pytest.FixtureRequest):
     import socket
     import time
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([_bin(NODE_BIN / "mcp-server-everything"), request.param], env={**os.environ, "PORT": str(port)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 20

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import pytest
 import yaml
 from wrap_helpers import FIXTURES, fixture_tools, new_ctx
 
+from aql_support import serve_in_thread
 from mcpaql.adapters.schema import build_schema, capture, format_report, load_adapter_schema, serve_adapter, write_schema
 from mcpaql.adapters.schema.bundle import argv_from_stdio_url, stdio_url
 from mcpaql.adapters.upstream.replay import argv_for
@@ -149,15 +148,8 @@ async def test_live_capture_build_serve_round_trip(tmp_path: Path) -> None:
         assert json.loads(env["data"]) == {"tool": "directory_tree", "arguments": {"path": "/p", "excludePatterns": ["x"]}}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def rest_api():
-    import uvicorn
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
@@ -192,15 +184,8 @@ def rest_api():
     app = Starlette(routes=[Route("/limited", limited, methods=["GET"]), Route("/items/{item_id}", get_item, methods=["GET"]),
                             Route("/items/{item_id}", delete_item, methods=["DELETE"]),
                             Route("/items", list_items, methods=["GET"]), Route("/items", create_item, methods=["POST"])])
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    t = threading.Thread(target=server.run, daemon=True)
-    t.start()
-    while not server.started:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    t.join(5)
+    with serve_in_thread(app) as url:
+        yield url
 
 
 @pytest.mark.anyio
@@ -246,7 +231,7 @@ async def test_rest_adapter_schema_runs(rest_api: str, tmp_path: Path) -> None:
 
 
 def test_retry_after_header_forms_REQ_RATE_008() -> None:
-    from mcpaql.adapters.schema.load import retry_after_seconds
+    from mcpaql.adapters.http import retry_after_seconds
 
     now = 1_800_000_000.0
     assert retry_after_seconds({"retry-after": "120"}, now) == 120

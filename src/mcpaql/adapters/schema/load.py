@@ -19,15 +19,12 @@ environment variables (REQ-ADPT-017).
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import json
 import logging
-import math
 import os
 import re
-import time
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -37,13 +34,14 @@ import yaml
 
 from ...config import Config
 from ...protocol.categories import Category
-from ...protocol.dispatch import Engine
 from ...protocol.errors import MCPAQLError
 from ...protocol.operations import NO_DEFAULT, OperationSpec, ParamSpec, TypeRef
 from ...protocol.registry import NAME_RE, Registry, SchemaError
-from ...safety.install import Safety, SafetyConfig, open_safety
+from ...safety.install import SafetyConfig
+from ..holder import EngineHolderBase
+from ..http import http_error
 from ..upstream.classify import Classification
-from ..upstream.ops import CTX_PARAM, CallFn, spec_from_tool, upstream_error
+from ..upstream.ops import CTX_PARAM, CallFn, spec_from_tool
 from ..upstream.runtime import Upstream, UpstreamSpec
 from .bundle import argv_from_stdio_url
 
@@ -397,104 +395,36 @@ def load_adapter_schema(path: str | Path) -> AdapterSchema:
     return AdapterSchema(data, Path(path))
 
 
-class AdapterRuntime:
+class AdapterRuntime(EngineHolderBase):
     """``async with serve_adapter("adapter.json") as rt: rt.engine`` — connects the MCP upstream
     when the schema needs one and builds the engine."""
+
+    not_open_message = "use 'async with serve_adapter(...)'"
 
     def __init__(self, schema: AdapterSchema, config: Config | None = None, upstream: UpstreamSpec | None = None,
                  engine_kwargs: dict[str, Any] | None = None, safety: SafetyConfig | dict[str, Any] | None = None) -> None:
         """``safety`` switches the safety layer on (see :func:`safety_settings` for how the file's
         own ``trust`` and ``rate_limits`` blocks combine with it)."""
+        super().__init__(safety=safety_settings(schema, safety), engine_kwargs=engine_kwargs)
         self.schema = schema
-        self.safety_config = safety_settings(schema, safety)
-        self.safety: Safety | None = None
+        self.name = schema.name
         self.config = config
         self.upstream_spec = upstream
-        self.engine_kwargs = engine_kwargs or {}
         self.upstream: Upstream | None = None
-        self._stack: contextlib.AsyncExitStack | None = None
-        self._engine: Engine | None = None
         self._http: httpx.AsyncClient | None = None
-        self._listeners: list[Callable[[Engine], Any]] = []
 
-    async def __aenter__(self) -> AdapterRuntime:
-        self._stack = contextlib.AsyncExitStack()
-        try:
-            self.safety = await open_safety(self.safety_config, self.schema.name, self._stack)
-            self._http = await self._stack.enter_async_context(httpx.AsyncClient(timeout=30))
-            if self.schema.needs_mcp:
-                spec = self.upstream_spec or self.schema.upstream_spec()
-                self.upstream = await self._stack.enter_async_context(Upstream(spec, on_tools_changed=self._changed))
-            self._engine = self._build()
-        except BaseException:
-            await self._stack.aclose()
-            raise
-        return self
+    async def _open(self, stack: contextlib.AsyncExitStack) -> None:
+        self._http = await stack.enter_async_context(httpx.AsyncClient(timeout=30))
+        if self.schema.needs_mcp:
+            spec = self.upstream_spec or self.schema.upstream_spec()
+            self.upstream = await stack.enter_async_context(Upstream(spec, on_tools_changed=self._changed))
 
-    async def __aexit__(self, *exc: Any) -> None:
-        if self._stack is not None:
-            await self._stack.aclose()
-
-    def _build(self) -> Engine:
+    def registry(self) -> Registry:
         up = self.upstream
-        reg = self.schema.registry(up.call if up else None, up.tools if up else None, self._http)
-        if self.safety is not None:
-            return self.safety.engine(reg, self.config, **self.engine_kwargs)
-        return Engine(reg, self.config, **self.engine_kwargs)
+        return self.schema.registry(up.call if up else None, up.tools if up else None, self._http)
 
     async def _changed(self, _up: Upstream) -> None:
-        self._engine = self._build()
-        for listener in self._listeners:  # e.g. the MCP server, which tells its clients
-            r = listener(self._engine)
-            if r is not None:
-                await r
-
-    def on_change(self, listener: Callable[[Engine], Any]) -> None:
-        self._listeners.append(listener)
-
-    @property
-    def engine(self) -> Engine:
-        if self._engine is None:
-            raise RuntimeError("use 'async with serve_adapter(...)'")
-        return self._engine
-
-    def engine_factory(self) -> Callable[[], Engine]:
-        return lambda: self.engine
-
-
-def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> int | None:
-    """How long the target API asks us to wait (REQ-RATE-008): ``Retry-After`` (seconds or an HTTP
-    date), else ``X-RateLimit-Reset`` / ``RateLimit-Reset`` (epoch seconds, or seconds from now
-    when small). None when the response does not say."""
-    now = time.time() if now is None else now
-    value = headers.get("retry-after")
-    if value:
-        value = value.strip()
-        if value.isdigit():
-            return int(value)
-        try:
-            return max(0, math.ceil(email.utils.parsedate_to_datetime(value).timestamp() - now))
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None
-    for key in ("x-ratelimit-reset", "ratelimit-reset"):
-        raw = (headers.get(key) or "").strip()
-        if raw.isdigit():
-            n = int(raw)
-            return max(0, n - int(now)) if n > 10**9 else n  # epoch seconds (GitHub) or delta (IETF draft)
-    return None
-
-
-def http_error(resp: httpx.Response, operation: str) -> MCPAQLError:
-    """A target-API error response as an MCPAQLError: the status decides the code (REQ-ERR-007),
-    and a rate-limited response (429, or 403 with ``X-RateLimit-Remaining: 0`` as GitHub sends it)
-    becomes ``RATE_LIMIT_EXCEEDED`` carrying ``retry_after_seconds`` when the API says it."""
-    status = resp.status_code
-    limited = status == 429 or (status == 403 and (resp.headers.get("x-ratelimit-remaining") or "").strip() == "0")
-    err = upstream_error(f"HTTP {status}: {resp.text[:400]}", tool=operation, status=429 if limited else status)
-    wait = retry_after_seconds(resp.headers) if limited or status == 503 else None
-    if wait is not None:
-        err.details = {**(err.details or {}), "retry_after_seconds": wait}
-    return err
+        await self.rebuild()  # e.g. the MCP server listens, and tells its clients
 
 
 # adapter-schema RateLimitConfig → the safety layer's fixed-window rules. ``burst_limit`` caps

@@ -126,7 +126,8 @@ def _why(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def _expand(value: str) -> str:
+def expand_env(value: str) -> str:
+    """``${VAR}`` references replaced by the environment (unset → empty): secrets stay out of files and argv."""
     return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ.get(m.group(1), ""), value)
 
 
@@ -209,7 +210,7 @@ class Upstream:
             if missing:  # never send "Bearer " with an empty token
                 log.warning("upstream %s: header %s not sent: environment variable(s) %s unset", self.name, k, missing)
                 continue
-            headers[k] = _expand(v).strip()
+            headers[k] = expand_env(v).strip()
         if s.transport == "sse" or self._sse_fallback:
             self.transport_used = "sse"
             return sse_client(str(s.url), headers=headers or None)

@@ -25,7 +25,7 @@ from ...protocol.categories import Category
 from ...protocol.dispatch import Engine
 from ...protocol.operations import OperationSpec
 from ...protocol.registry import RESERVED, Registry
-from ...safety.install import open_safety
+from ..holder import EngineHolderBase
 from .classify import Classification, classify, snake_name
 from .ops import CallFn, spec_from_tool
 from .runtime import Upstream, UpstreamSpec
@@ -136,8 +136,10 @@ def build_registry(
     return reg
 
 
-class Wrapper:
+class Wrapper(EngineHolderBase):
     """Connected upstreams plus the engine built from their tools."""
+
+    not_open_message = "the wrapper is not connected (use 'async with wrap(...)')"
 
     def __init__(
         self,
@@ -155,6 +157,7 @@ class Wrapper:
     ) -> None:
         """``safety``: a :class:`~mcpaql.safety.SafetyConfig` (or its dict form) to put the safety
         layer on every engine this wrapper builds (one store for the wrapper's lifetime)."""
+        super().__init__(safety=safety, engine_kwargs=engine_kwargs)
         self.specs = list(upstreams)
         if not self.specs:
             raise ValueError("wrap needs at least one upstream")
@@ -168,44 +171,12 @@ class Wrapper:
         self.include = tuple(include)
         self.exclude = tuple(exclude)
         self.overrides = dict(overrides or {})
-        self.engine_kwargs = dict(engine_kwargs or {})
         self.upstreams: dict[str, Upstream] = {}
-        self._stack: contextlib.AsyncExitStack | None = None
-        self._listeners: list[Listener] = []
-        self._engine: Engine | None = None
-        self.safety_config = safety
-        self.safety: Any = None
 
-    async def __aenter__(self) -> Wrapper:
-        self._stack = contextlib.AsyncExitStack()
-        try:
-            self.safety = await open_safety(self.safety_config, self.name, self._stack)
-            for spec in self.specs:
-                up = Upstream(spec, on_tools_changed=self._tools_changed)
-                self.upstreams[spec.name] = await self._stack.enter_async_context(up)
-            self._engine = self.build_engine()
-        except BaseException:
-            await self._stack.aclose()
-            raise
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        if self._stack is not None:
-            await self._stack.aclose()
-            self._stack = None
-
-    @property
-    def engine(self) -> Engine:
-        if self._engine is None:
-            raise RuntimeError("the wrapper is not connected (use 'async with wrap(...)')")
-        return self._engine
-
-    def engine_factory(self) -> Callable[[], Engine]:
-        """A callable returning the current engine (it changes after ``tools/list_changed``)."""
-        return lambda: self.engine
-
-    def on_change(self, listener: Listener) -> None:
-        self._listeners.append(listener)
+    async def _open(self, stack: contextlib.AsyncExitStack) -> None:
+        for spec in self.specs:
+            up = Upstream(spec, on_tools_changed=self._tools_changed)
+            self.upstreams[spec.name] = await stack.enter_async_context(up)
 
     def registry(self) -> Registry:
         per = {s.name: (s.include, s.exclude) for s in self.specs}
@@ -221,21 +192,12 @@ class Wrapper:
             overrides=self.overrides,
         )
 
-    def build_engine(self) -> Engine:
-        if self.safety is not None:
-            return self.safety.engine(self.registry(), self.config, **self.engine_kwargs)
-        return Engine(self.registry(), self.config, **self.engine_kwargs)
-
     @property
     def operations(self) -> list[OperationSpec]:
         return self.engine.registry.operations
 
     async def _tools_changed(self, _up: Upstream) -> None:
-        self._engine = self.build_engine()
-        for listener in self._listeners:
-            r = listener(self._engine)
-            if r is not None:
-                await r
+        await self.rebuild()
 
 
 def wrap(upstreams: Iterable[UpstreamSpec] | UpstreamSpec, **kw: Any) -> Wrapper:

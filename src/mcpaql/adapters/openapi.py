@@ -1,0 +1,379 @@
+"""Serve an OpenAPI 3.x document through MCP-AQL, with no code (``mcpaql openapi SPEC``).
+
+An OpenAPI operation is treated as what a wrapped MCP tool is: a name, a description, one JSON
+Schema for its arguments and annotations, whose *call* happens to be an HTTP request. So the
+document is turned into tool definitions and everything after that is the wrapper's, shared and
+tested once: classification (annotations from the HTTP method first — GET reads, DELETE deletes,
+PUT/PATCH update — then the verb grammar of the ``operationId`` for POST, ``send_invoice`` being
+an EXECUTE and ``create_pet`` a CREATE), snake_case parameter names with the mapping applied on
+every call, nested ``components/schemas`` kept whole and named for ``introspect types``,
+``fields`` projection of JSON results for READ operations, include/exclude/read-only selection.
+
+Per operation the arguments are the path, query and header parameters plus the JSON (or form)
+request body: an object body contributes its properties as parameters, any other body — or one
+whose property names clash with a parameter — is the single parameter ``body``. Calls go to the
+document's first server (``--base-url`` overrides; server variables take their defaults). Target
+errors map by status with the body deciding missing vs invalid parameters, and a 429 carries
+``retry_after_seconds`` (:mod:`mcpaql.adapters.http`). Swagger 2.0 is refused with a clear message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import urllib.parse
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from ..config import Config
+from ..protocol.context import Context
+from ..protocol.errors import MCPAQLError
+from ..protocol.registry import Registry, SchemaError
+from .holder import EngineHolderBase
+from .http import http_error
+from .upstream.runtime import expand_env
+from .upstream.wrap import build_registry
+
+log = logging.getLogger("mcpaql.openapi")
+
+METHODS = ("get", "put", "post", "delete", "patch")
+# MCP annotations per HTTP method (RFC 9110 semantics: safe, idempotent, destructive).
+_ANNOTATIONS: dict[str, dict[str, bool]] = {
+    "get": {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True},
+    "put": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True},
+    "patch": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False},
+    "delete": {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True},
+    "post": {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False},
+}
+_JSON_MEDIA = re.compile(r"^application/([a-z0-9.+-]*\+)?json\b", re.I)
+_FORM_MEDIA = "application/x-www-form-urlencoded"
+
+
+class OpenAPIError(ValueError):
+    """A document mcpaql cannot serve; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where each argument of one operation goes in the HTTP request."""
+
+    method: str
+    path: str
+    where: dict[str, str]  # argument name → path | query | header | body-field | body
+    body_media: str | None = None
+
+
+@dataclass
+class OpenAPIDocument:
+    doc: dict[str, Any]
+    origin: str | None = None  # the URL or file it came from (relative server URLs resolve against a URL)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    routes: dict[str, Route] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        return str((self.doc.get("info") or {}).get("title") or "api")
+
+    @property
+    def version(self) -> str:
+        v = str((self.doc.get("info") or {}).get("version") or "0.1.0")
+        return v if re.fullmatch(r"\d+\.\d+\.\d+.*", v) else "0.1.0"
+
+    def base_url(self, override: str | None = None) -> str:
+        if override:
+            return override.rstrip("/")
+        servers = self.doc.get("servers") or []
+        if not servers or not isinstance(servers[0], dict) or not servers[0].get("url"):
+            raise OpenAPIError("the document names no server: pass --base-url")
+        url = str(servers[0]["url"])
+        for var, spec in (servers[0].get("variables") or {}).items():
+            url = url.replace("{" + var + "}", str((spec or {}).get("default", "")))
+        if not re.match(r"^https?://", url):
+            if self.origin and re.match(r"^https?://", self.origin):
+                url = urllib.parse.urljoin(self.origin, url)
+            else:
+                raise OpenAPIError(f"the document's server URL '{url}' is relative: pass --base-url")
+        return url.rstrip("/")
+
+
+def load_document(source: str | Path | Mapping[str, Any], *, http: httpx.Client | None = None) -> OpenAPIDocument:
+    """Read an OpenAPI 3.x document (a file, an http(s) URL or a mapping) and derive its tools."""
+    origin: str | None = None
+    if isinstance(source, Mapping):
+        doc: Any = dict(source)
+    else:
+        text = str(source)
+        try:
+            if re.match(r"^https?://", text):
+                origin = text
+                client = http or httpx.Client(timeout=30, follow_redirects=True)
+                try:
+                    resp = client.get(text)
+                finally:
+                    if http is None:
+                        client.close()
+                if resp.status_code >= 400:
+                    raise OpenAPIError(f"could not fetch the OpenAPI document: HTTP {resp.status_code}")
+                body = resp.text
+            else:
+                origin = str(Path(text).resolve())
+                body = Path(text).read_text(encoding="utf-8")
+        except OSError as e:
+            raise OpenAPIError(f"cannot read the OpenAPI document '{Path(text).name}': {e.strerror}") from None
+        except httpx.HTTPError as e:
+            raise OpenAPIError(f"could not fetch the OpenAPI document ({type(e).__name__})") from None
+        try:
+            doc = json.loads(body) if body.lstrip().startswith("{") else yaml.safe_load(body)
+        except (ValueError, yaml.YAMLError) as e:
+            raise OpenAPIError(f"the OpenAPI document is not valid JSON/YAML: {e}") from None
+    if not isinstance(doc, dict):
+        raise OpenAPIError("the OpenAPI document must be a mapping")
+    if "swagger" in doc:
+        raise OpenAPIError(f"Swagger {doc['swagger']} is not supported: convert the document to OpenAPI 3 first")
+    if not str(doc.get("openapi", "")).startswith("3."):
+        raise OpenAPIError("not an OpenAPI 3.x document (no 'openapi: 3.x' field)")
+    if not isinstance(doc.get("paths"), dict) or not doc["paths"]:
+        raise OpenAPIError("the OpenAPI document has no paths")
+    out = OpenAPIDocument(doc, origin)
+    _derive(out)
+    if not out.tools:
+        raise OpenAPIError("the OpenAPI document has no operation mcpaql can call")
+    return out
+
+
+def _ref(doc: dict[str, Any], node: Any) -> Any:
+    """Follow a local ``$ref`` (parameters, request bodies); schemas keep theirs for resolve()."""
+    seen = 0
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and seen < 20:
+        ref = node["$ref"]
+        if not ref.startswith("#/"):
+            raise OpenAPIError(f"external reference '{ref}' is not supported: bundle the document first")
+        target: Any = doc
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            target = target.get(part) if isinstance(target, dict) else None
+        if target is None:
+            raise OpenAPIError(f"reference '{ref}' points nowhere")
+        node = target
+        seen += 1
+    return node
+
+
+def _schema(s: Any) -> dict[str, Any]:
+    """OpenAPI 3.0 schema dialect → JSON Schema: ``nullable`` becomes a null type."""
+    if not isinstance(s, dict):
+        return {}
+    out = {k: (_schema(v) if k in ("items", "additionalProperties", "not") and isinstance(v, dict) else v)
+           for k, v in s.items() if k not in ("nullable", "xml", "externalDocs", "example", "discriminator")}
+    if isinstance(s.get("properties"), dict):
+        out["properties"] = {k: _schema(v) for k, v in s["properties"].items()}
+    for key in ("allOf", "anyOf", "oneOf"):
+        if isinstance(s.get(key), list):
+            out[key] = [_schema(v) for v in s[key]]
+    if s.get("nullable") is True and isinstance(s.get("type"), str):
+        out["type"] = [s["type"], "null"]
+    return out
+
+
+def _slug(method: str, path: str) -> str:
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", path) if w]
+    return "_".join([method, *words]) or method
+
+
+def _derive(api: OpenAPIDocument) -> None:
+    doc = api.doc
+    defs = {k: _schema(v) for k, v in ((doc.get("components") or {}).get("schemas") or {}).items()}
+    for path, item in doc["paths"].items():
+        item = _ref(doc, item)
+        if not isinstance(item, dict):
+            continue
+        shared = [_ref(doc, p) for p in item.get("parameters") or []]
+        for method, op in item.items():  # the document's order: it is the author's
+            if method not in METHODS or not isinstance(op, dict):
+                continue
+            name = str(op.get("operationId") or _slug(method, path))
+            try:
+                tool, route = _tool(doc, defs, name, method, path, op, shared)
+            except OpenAPIError as e:
+                api.skipped.append(f"{method.upper()} {path}: {e}")
+                log.warning("OpenAPI %s %s skipped: %s", method.upper(), path, e)
+                continue
+            if name in api.routes:
+                api.skipped.append(f"{method.upper()} {path}: operationId '{name}' is used twice")
+                continue
+            api.tools.append(tool)
+            api.routes[name] = route
+
+
+def _tool(doc: dict[str, Any], defs: dict[str, Any], name: str, method: str, path: str, op: dict[str, Any],
+          shared: list[Any]) -> tuple[dict[str, Any], Route]:
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    where: dict[str, str] = {}
+    params = {(p.get("in"), p.get("name")): p for p in shared if isinstance(p, dict)}
+    for p in op.get("parameters") or []:
+        p = _ref(doc, p)
+        if isinstance(p, dict):
+            params[(p.get("in"), p.get("name"))] = p
+    for (loc, pname), p in params.items():
+        if loc not in ("path", "query", "header") or not isinstance(pname, str):
+            continue  # cookies are a browser's business
+        if loc == "header" and pname.lower() in ("authorization", "content-type", "accept"):
+            continue  # set by the runtime
+        s = _schema(p.get("schema") or {"type": "string"})
+        if p.get("description") and "description" not in s:
+            s["description"] = str(p["description"])
+        props[pname] = s
+        where[pname] = loc
+        if p.get("required") or loc == "path":
+            required.append(pname)
+    media: str | None = None
+    body = _ref(doc, op.get("requestBody")) if op.get("requestBody") else None
+    if isinstance(body, dict):
+        content = body.get("content") or {}
+        media = next((m for m in content if _JSON_MEDIA.match(m)), None) or (_FORM_MEDIA if _FORM_MEDIA in content else None)
+        if media is None:
+            raise OpenAPIError(f"request body types {sorted(content)} are not supported (JSON or form only)")
+        bs = _schema((content.get(media) or {}).get("schema") or {})
+        resolved = _ref(doc, bs) if "$ref" in bs else bs
+        fields = resolved.get("properties") if isinstance(resolved, dict) else None
+        if isinstance(fields, dict) and fields and not set(fields) & set(props) and "body" not in props:
+            for fname, fs in fields.items():
+                props[fname] = _schema(fs)
+                where[fname] = "body-field"
+            if body.get("required") or method in ("post", "put"):  # a create/replace without its body is no call
+                required += [f for f in resolved.get("required") or [] if f in fields]
+        else:
+            props["body"] = {**bs, "description": str(body.get("description") or bs.get("description") or "Request body")}
+            where["body"] = "body"
+            if body.get("required"):
+                required.append("body")
+    summary = " ".join(str(op.get("summary") or "").split())
+    detail = " ".join(str(op.get("description") or "").split())
+    description = ". ".join(x.rstrip(".") for x in (summary, detail) if x) or f"{method.upper()} {path}"
+    if op.get("deprecated"):
+        description += " (deprecated)"
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = list(dict.fromkeys(required))
+    if defs:
+        schema["$defs"] = defs
+    tool = {"name": name, "description": description, "inputSchema": schema,
+            "annotations": {**_ANNOTATIONS[method], "openWorldHint": True}}
+    return tool, Route(method.upper(), path, where, media)
+
+
+class OpenAPIRuntime(EngineHolderBase):
+    """``async with serve_openapi("petstore.yaml") as rt: rt.engine`` — the engine plus the HTTP
+    client its operations call through (an engine holder like the wrapper's)."""
+
+    not_open_message = "use 'async with serve_openapi(...)'"
+
+    def __init__(self, api: OpenAPIDocument, *, name: str | None = None, base_url: str | None = None,
+                 headers: Mapping[str, str] | None = None, config: Config | None = None, read_only: bool = False,
+                 include: Iterable[str] = (), exclude: Iterable[str] = (), timeout: float = 30.0,
+                 safety: Any = None, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        super().__init__(safety=safety)
+        self.api = api
+        self.name = name or (re.sub(r"[^a-z0-9]+", "-", api.title.lower()).strip("-") or "api")
+        self.base_url = api.base_url(base_url)
+        self.headers = dict(headers or {})
+        self.config = config
+        self.select = {"read_only": read_only, "include": tuple(include), "exclude": tuple(exclude)}
+        self.timeout = timeout
+        self._transport = transport
+        self._http: httpx.AsyncClient | None = None
+        self._warned: set[str] = set()
+
+    async def _open(self, stack: contextlib.AsyncExitStack) -> None:
+        self._http = await stack.enter_async_context(
+            httpx.AsyncClient(timeout=self.timeout, transport=self._transport, follow_redirects=False))
+
+    def registry(self) -> Registry:
+        try:
+            return build_registry(self.name, {self.name: self.api.tools}, lambda _up: self.call,
+                                  display_name=self.api.title, version=self.api.version,
+                                  description=str((self.api.doc.get("info") or {}).get("description") or "") or None,
+                                  open_world=True, **self.select)
+        except SchemaError as e:
+            raise OpenAPIError(str(e)) from None
+
+    def _configured_headers(self) -> dict[str, str]:
+        """``--header`` values with ``${VAR}`` expanded; a header whose variable is unset is not sent
+        (never ``Authorization: Bearer`` with an empty token)."""
+        out: dict[str, str] = {}
+        for k, v in self.headers.items():
+            missing = [n for n in re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", v) if not os.environ.get(n)]
+            if missing:
+                if k not in self._warned:
+                    self._warned.add(k)
+                    log.warning("header %s not sent: environment variable(s) %s unset", k, ", ".join(missing))
+                continue
+            out[k] = expand_env(v).strip()
+        return out
+
+    async def call(self, tool: str, arguments: dict[str, Any], ctx: Context | None = None) -> dict[str, Any]:
+        """One HTTP request for operation ``tool``; the response as a CallToolResult-shaped dict."""
+        route = self.api.routes[tool]
+        assert self._http is not None, "the runtime is not open"
+        path_args: dict[str, str] = {}
+        query: dict[str, Any] = {}
+        headers = self._configured_headers()
+        body: dict[str, Any] = {}
+        whole: Any = None
+        for arg, value in arguments.items():
+            loc = route.where.get(arg)
+            if loc == "path":
+                path_args[arg] = urllib.parse.quote(str(value), safe="")
+            elif loc == "query":
+                query[arg] = json.dumps(value) if isinstance(value, dict) else value
+            elif loc == "header":
+                headers[arg] = str(value)
+            elif loc == "body-field":
+                body[arg] = value
+            elif loc == "body":
+                whole = value
+        url = self.base_url + re.sub(r"{([^}]+)}", lambda m: path_args.get(m.group(1), m.group(0)), route.path)
+        payload = whole if whole is not None else (body or None)
+        kw: dict[str, Any] = {"params": query or None, "headers": headers}
+        if payload is not None:
+            kw["json" if route.body_media != _FORM_MEDIA else "data"] = payload
+        try:
+            resp = await self._http.request(route.method, url, **kw)
+        except httpx.HTTPError as e:
+            raise MCPAQLError("INTERNAL_ERROR", f"Internal error: 'request to the API failed ({type(e).__name__})'",
+                              {"operation": tool, "retryable": True}) from None
+        if resp.status_code >= 400:
+            raise http_error(resp, tool)
+        if not resp.content:
+            return {"content": []}
+        if _JSON_MEDIA.match(resp.headers.get("content-type", "")):
+            try:
+                data = resp.json()
+            except ValueError:
+                return {"content": [{"type": "text", "text": resp.text}]}
+            return {"content": [{"type": "text", "text": resp.text}], "structuredContent": data}
+        return {"content": [{"type": "text", "text": resp.text}]}
+
+
+def serve_openapi(source: str | Path | Mapping[str, Any], **kw: Any) -> OpenAPIRuntime:
+    """Load ``source`` and return the runtime to ``async with`` (see :class:`OpenAPIRuntime`)."""
+    return OpenAPIRuntime(load_document(source), **kw)
+
+
+def looks_like_openapi(path: str | Path) -> bool:
+    """True for a file whose top level says ``openapi: 3…`` or ``swagger:`` (``mcpaql serve FILE``)."""
+    try:
+        head = Path(path).read_text(encoding="utf-8")[:4096]
+    except OSError:
+        return False
+    return re.search(r"""^\s*["']?(openapi|swagger)["']?\s*:""", head, re.M) is not None
