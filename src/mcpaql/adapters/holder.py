@@ -12,6 +12,7 @@ registry (:meth:`registry`); the safety layer, when configured, goes on every en
 from __future__ import annotations
 
 import contextlib
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -23,7 +24,7 @@ from ..safety.install import Safety, SafetyConfig, open_safety
 Listener = Callable[[Engine], Awaitable[None] | None]
 
 
-class EngineHolderBase:
+class EngineHolderBase(ABC):
     """Lifecycle shared by :class:`~mcpaql.adapters.upstream.wrap.Wrapper`,
     :class:`~mcpaql.adapters.schema.load.AdapterRuntime` and
     :class:`~mcpaql.adapters.openapi.OpenAPIRuntime` (``async with holder: holder.engine``)."""
@@ -43,11 +44,13 @@ class EngineHolderBase:
 
     # ---- what subclasses provide -------------------------------------------------------------
 
+    @abstractmethod
     async def _open(self, stack: contextlib.AsyncExitStack) -> None:
         """Open this holder's resources, registering their cleanup on ``stack``."""
 
+    @abstractmethod
     def registry(self) -> Registry:
-        raise NotImplementedError
+        """The registry of the current tools (called for every engine built)."""
 
     # ---- shared ------------------------------------------------------------------------------
 
