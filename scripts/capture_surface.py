@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(a.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{a.name}.tools-list.json").write_text(
-        json.dumps({"tools": tools}, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+        json.dumps({"tools": tools}, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     meta = {
         "name": a.name,
         "package": a.package,

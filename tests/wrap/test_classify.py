@@ -325,7 +325,7 @@ def test_description_fallback_is_low_confidence_and_flagged() -> None:
 
 
 def test_read_verb_with_declared_side_effects_is_execute() -> None:
-    c = classify({"name": "list_and_mark", "annotations": {"readOnlyHint": False}})
+    c = classify({"name": "list_things", "annotations": {"readOnlyHint": False}})
     assert c.category.value == "EXECUTE" and c.needs_review
 
 

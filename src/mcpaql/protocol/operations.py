@@ -17,6 +17,9 @@ from .schema import parameter_info, walk_named
 NO_DEFAULT: Any = ...
 
 
+_DESTRUCTIVE_DANGER = ("destructive", "dangerous", "forbidden")
+
+
 @dataclass(frozen=True, slots=True)
 class ParamSpec:
     """One request parameter. ``schema`` is a resolved JSON Schema for its value.
@@ -120,6 +123,28 @@ class OperationSpec:
     def family(self) -> str:
         return self.endpoint or CRUDE_ENDPOINT_FOR[self.category]
 
+    @property
+    def destructive(self) -> bool:
+        """Destructive by category (UPDATE/DELETE/EXECUTE), by danger level, or because the
+        upstream it forwards to says so (``destructiveHint: true`` on a wrapped tool): a CREATE
+        that overwrites (excel's ``write_range``) is destructive too."""
+        upstream = self.extensions.get("annotations") or {}
+        return (self.category.destructive or self.danger_level in _DESTRUCTIVE_DANGER
+                or upstream.get("destructiveHint") is True)
+
+    @property
+    def idempotent(self) -> bool:
+        """READ, or what a wrapped upstream declares (``idempotentHint: true``)."""
+        upstream = self.extensions.get("annotations") or {}
+        return self.category.idempotent or upstream.get("idempotentHint") is True
+
+    def open_world(self, default: bool) -> bool:
+        """A wrapped tool's own ``openWorldHint`` (absent means true, as in MCP); else ``default``."""
+        upstream = self.extensions.get("annotations")
+        if not isinstance(upstream, dict):
+            return default
+        return upstream.get("openWorldHint", True) is not False
+
     def list_info(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -136,7 +161,7 @@ class OperationSpec:
             "endpoint": self.family,
             "mcpTool": mcp_tool,
             "description": self.description,
-            "permissions": {"readOnly": self.category.read_only, "destructive": self.category.destructive},
+            "permissions": {"readOnly": self.category.read_only, "destructive": self.destructive},
             "parameters": [p.info() for p in self.params],
             "returns": self.returns.info(),
         }

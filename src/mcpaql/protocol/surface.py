@@ -75,14 +75,17 @@ def _example_line(op: OperationSpec) -> str:
     return _compact(req)
 
 
-def _annotations(title: str, ops: list[OperationSpec], open_world: bool) -> dict[str, Any]:
-    cats = {op.category for op in ops}
+def _annotations(title: str, ops: list[OperationSpec], open_world: bool, world_fixed: bool) -> dict[str, Any]:
+    """Derived from the operations the tool actually hosts, conservatively: read-only and
+    idempotent only if every hosted operation is; destructive if any is (by category, danger
+    level or the wrapped upstream's own ``destructiveHint``); open-world if any hosted
+    wrapped tool is (unless the configuration fixes it)."""
     return {
         "title": title,
-        "readOnlyHint": cats <= {Category.READ},
-        "destructiveHint": any(c.destructive for c in cats),
-        "idempotentHint": cats <= {Category.READ},
-        "openWorldHint": open_world,
+        "readOnlyHint": all(op.category is Category.READ for op in ops),
+        "destructiveHint": any(op.destructive for op in ops),
+        "idempotentHint": all(op.idempotent for op in ops),
+        "openWorldHint": open_world if world_fixed else any(op.open_world(open_world) for op in ops),
     }
 
 
@@ -161,6 +164,7 @@ def build_surface(registry: Registry, config: Config, ops: list[OperationSpec]) 
     if len(config.prefix) > PREFIX_ADVISED_MAX:
         _warn_long_prefix(config.prefix)
     open_world = registry.open_world if config.open_world is None else config.open_world
+    world_fixed = config.open_world is not None
     display = registry.display_name or registry.adapter
     tools: list[ToolDef] = []
     introspect_tool = tool_name(config, registry.adapter, registry.default_introspect_family())
@@ -176,7 +180,7 @@ def build_surface(registry: Registry, config: Config, ops: list[OperationSpec]) 
                     title=title,
                     description=_family_description(registry, family, fops, introspect_tool),
                     input_schema=_input_schema(fops, config),
-                    annotations=_annotations(title, fops, open_world),
+                    annotations=_annotations(title, fops, open_world, world_fixed),
                     family=family,
                     operations=tuple(op.name for op in fops),
                 )
@@ -189,7 +193,7 @@ def build_surface(registry: Registry, config: Config, ops: list[OperationSpec]) 
                 title=title,
                 description=_single_description(registry, ops),
                 input_schema=_input_schema(ops, config),
-                annotations=_annotations(title, ops, open_world),
+                annotations=_annotations(title, ops, open_world, world_fixed),
                 family=None,
                 operations=tuple(op.name for op in ops),
             )

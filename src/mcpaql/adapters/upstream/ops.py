@@ -69,8 +69,11 @@ def params_from_schema(op_name: str, input_schema: Mapping[str, Any] | None) -> 
                 required=original in required,
                 map_to=original if original != name else None,
                 # A documented default is applied like any MCP-AQL default (OPS §5.4), so what
-                # introspection promises is what the upstream receives.
-                default=pschema["default"] if "default" in pschema and original not in required else NO_DEFAULT,
+                # introspection promises is what the upstream receives. A ``null`` default is left
+                # to the upstream: FastMCP servers declare ``{"type": "string", "default": null}``
+                # and reject the null they documented (office-word-mcp-server).
+                default=pschema["default"] if pschema.get("default") is not None and original not in required
+                else NO_DEFAULT,
                 sensitive=bool(pschema.get("writeOnly")) or pschema.get("format") == "password",
             )
         )

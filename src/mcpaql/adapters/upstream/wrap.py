@@ -4,7 +4,11 @@
 every upstream, turns their tools into operations (classification, snake_case names with
 ``origin`` = tool name, ``map_to`` for parameters) and builds an :class:`Engine`. Operation
 names are prefixed with the upstream's name only where two upstreams would collide.
-``read_only`` keeps only READ operations; ``include``/``exclude`` are globs matched against
+``read_only`` is a guarantee, not a filter on a guess: it keeps only operations that are READ
+by annotation (``readOnlyHint: true``), by a manual override or by an unambiguous read verb
+(:meth:`.Classification.read_only_exclusion`); everything else is left out of the registry,
+so no endpoint, batch, alias or introspection call can reach it, and each left-out operation
+is listed with its reason (``Wrapper.excluded``, logged at start). ``include``/``exclude`` are globs matched against
 both the tool name and the operation name (``upstream:glob`` limits a glob to one upstream).
 READ operations take ``fields`` (see :mod:`.fields`), which makes ``_protocol.capabilities``
 report ``field_selection: true``.
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
@@ -31,6 +36,7 @@ from .ops import CallFn, spec_from_tool
 from .runtime import Upstream, UpstreamSpec
 
 Listener = Callable[[Engine], Awaitable[None] | None]
+log = logging.getLogger("mcpaql.wrap")
 
 
 def _matches(globs: Iterable[str], upstream: str, tool: str, op: str) -> bool:
@@ -51,11 +57,14 @@ def select_tools(
     exclude: Iterable[str] = (),
     per_upstream: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    excluded: list[dict[str, str]] | None = None,
 ) -> list[tuple[str, dict[str, Any], str, Classification]]:
     """Decide which tools become operations and under which names.
 
     Returns ``(upstream, tool, operation name, classification)`` in upstream order. ``overrides``
     maps a tool or operation name to ``{"category": …, "danger_level": …, "name": …}``.
+    ``excluded``, if given, receives one ``{upstream, tool, operation, category, reason}`` per
+    tool that ``read_only`` left out (include/exclude globs are the user's choice, not listed).
     """
     include, exclude = tuple(include), tuple(exclude)
     picked: list[tuple[str, dict[str, Any], str, Classification]] = []
@@ -75,7 +84,12 @@ def select_tools(
                 continue
             if _matches(exclude, up, tname, op) or _matches(exc_u, up, tname, op):
                 continue
-            if read_only and c.category is not Category.READ:
+            reason = c.read_only_exclusion() if read_only else None
+            if reason is not None:
+                if excluded is not None:
+                    excluded.append(
+                        {"upstream": up, "tool": tname, "operation": op, "category": c.category.value, "reason": reason}
+                    )
                 continue
             picked.append((up, tool, op, c))
     owners: dict[str, set[str]] = {}
@@ -107,6 +121,7 @@ def _override(c: Classification, ov: Mapping[str, Any]) -> Classification:
         changes["needs_review"] = False
         changes["review_reasons"] = ()
         changes["why"] = (*c.why, f"manual override → {changes['category'].value}")
+        changes["read_basis"] = "override" if changes["category"] is Category.READ else ""
     if "danger_level" in ov:
         changes["danger_level"] = str(ov["danger_level"])
         changes["danger_source"] = "manual_override"
@@ -172,6 +187,7 @@ class Wrapper(EngineHolderBase):
         self.exclude = tuple(exclude)
         self.overrides = dict(overrides or {})
         self.upstreams: dict[str, Upstream] = {}
+        self.excluded: list[dict[str, str]] = []  # what --read-only left out, and why
 
     async def _open(self, stack: contextlib.AsyncExitStack) -> None:
         for spec in self.specs:
@@ -180,7 +196,8 @@ class Wrapper(EngineHolderBase):
 
     def registry(self) -> Registry:
         per = {s.name: (s.include, s.exclude) for s in self.specs}
-        return build_registry(
+        excluded: list[dict[str, str]] = []
+        reg = build_registry(
             self.name,
             {n: u.tools for n, u in self.upstreams.items()},
             lambda up: self.upstreams[up].call,
@@ -190,7 +207,12 @@ class Wrapper(EngineHolderBase):
             exclude=self.exclude,
             per_upstream=per,
             overrides=self.overrides,
+            excluded=excluded,
         )
+        if excluded and excluded != self.excluded:
+            log.warning("%s", format_exclusions(excluded, len(reg.operations)))
+        self.excluded = excluded
+        return reg
 
     @property
     def operations(self) -> list[OperationSpec]:
@@ -198,6 +220,15 @@ class Wrapper(EngineHolderBase):
 
     async def _tools_changed(self, _up: Upstream) -> None:
         await self.rebuild()
+
+
+def format_exclusions(excluded: list[dict[str, str]], served: int) -> str:
+    """What ``--read-only`` left out, one line each, for stderr and the docs."""
+    head = (
+        f"--read-only: serving {served} guaranteed read operation(s); left out {len(excluded)} "
+        "that are not READ by annotation or an unambiguous read verb:"
+    )
+    return "\n".join([head, *(f"  {e['operation']} ({e['upstream']}): {e['reason']}" for e in excluded)])
 
 
 def wrap(upstreams: Iterable[UpstreamSpec] | UpstreamSpec, **kw: Any) -> Wrapper:
