@@ -176,13 +176,16 @@ def _safety_prepare(policy: str | None, trust: str | None, loop: str | None) -> 
     return lambda target: install_safety(target, cfg)
 
 
-def _run_holder(holder_cm: Any, transport: str, host: str, port: int, stateless: bool) -> None:
+def _run_holder(holder_cm: Any, transport: str, host: str, port: int, stateless: bool, on_open: Any = None) -> None:
     """Serve an async-context engine holder (wrapped upstreams, adapter-schema runtimes) with the
-    MCP server in the same event loop as its upstream connections."""
+    MCP server in the same event loop as its upstream connections. ``on_open(holder)`` is called
+    once the holder is open, before serving (it must return at once)."""
     from .mcp.transports import configure_logging, http_app, run_served, serve_stdio, uvicorn_log_config
 
     async def main() -> None:
         async with holder_cm as holder:
+            if on_open is not None:
+                on_open(holder)
             if transport == "stdio":
                 await serve_stdio(holder)
                 return
@@ -314,7 +317,24 @@ def wrap(
         from .adapters.schema.build import load_overrides
 
         kw["overrides"] = (load_overrides(overrides).get("operations") or {})
-    _run_holder(do_wrap(specs, **kw), transport, host, port, stateless)
+    _run_holder(do_wrap(specs, **kw), transport, host, port, stateless, on_open=_say_break_even)
+
+
+def _say_break_even(holder: Any) -> None:
+    """One line on stderr at start: does wrapping pay for what is served (o200k tokens)? Counted
+    in a daemon thread (loading the tokenizer takes a second or two), so serving starts at once."""
+    import threading
+
+    from .adapters.upstream.report import wrapped_break_even
+
+    def say() -> None:
+        try:
+            line = wrapped_break_even(holder)["message"]
+        except Exception:  # advice only: it must never disturb serving
+            return
+        print(f"mcpaql wrap: {line}", file=sys.stderr, flush=True)
+
+    threading.Thread(target=say, name="mcpaql-break-even", daemon=True).start()
 
 
 @app.command()
@@ -450,6 +470,7 @@ def tokens(
     for m, w in rep["wrapped"].items():
         t.add_row(f"mcpaql {m}", str(len(w["tools"])), f"{w['tokens']:,}", f"{w['tokens'] / max(d, 1):.2f}x")
     out.print(t)
+    out.print(rep["break_even"]["message"], soft_wrap=True)
     per = rep.get("per_operation", [])
     if per:
         worst = max(per, key=lambda p: p["detail_tokens"] / max(p["tool_tokens"], 1))

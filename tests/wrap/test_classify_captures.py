@@ -373,3 +373,15 @@ def test_declared_side_effects_are_never_read(
     if c.read_only_exclusion() is None:
         assert c.category is Category.READ and c.read_basis in ("annotation", "verb")
     assert c.needs_review == bool(c.review_reasons)
+
+
+def test_build_report_lists_what_read_only_would_not_serve() -> None:
+    from mcpaql.adapters.schema import build_schema, capture, format_report
+
+    _, report = build_schema(capture(HERE / "mcp-server-duckdb.tools-list.json"))
+    assert report["read_only_excluded"] == {"query": "EXECUTE (generic 'query' tool without readOnlyHint → EXECUTE)"}
+    assert "## Not served under --read-only (1)" in format_report(report)
+    _, report = build_schema(capture(HERE / "office-word-mcp-server.tools-list.json"))
+    excluded = report["read_only_excluded"]
+    assert excluded["search_and_replace"].startswith("UPDATE (annotations.destructiveHint is true")
+    assert "get_document_text" not in excluded and len(excluded) == 54 - 11  # 11 tools carry readOnlyHint

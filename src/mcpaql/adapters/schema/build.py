@@ -141,6 +141,7 @@ def build_schema(bundle: Mapping[str, Any], overrides: str | Path | Mapping[str,
     schema["operations"] = {k: v for k, v in groups.items() if v}
     report["by_category"] = {k.upper(): len(v) for k, v in groups.items() if v}
     report["why"] = _reasons(bundle)
+    report["read_only_excluded"] = _read_only_excluded(bundle)
     return schema, report
 
 
@@ -149,6 +150,14 @@ def _reasons(bundle: Mapping[str, Any]) -> dict[str, list[str]]:
     from ..upstream.classify import classify
 
     return {str(t.get("name")): list(classify(t).why) for t in bundle["raw_capture"]["tools"]}
+
+
+def _read_only_excluded(bundle: Mapping[str, Any]) -> dict[str, str]:
+    """Tool → why ``wrap --read-only`` would not serve it (only guaranteed reads are served)."""
+    from ..upstream.classify import classify
+
+    out = {str(t.get("name")): classify(t).read_only_exclusion() for t in bundle["raw_capture"]["tools"]}
+    return {k: v for k, v in out.items() if v}
 
 
 def format_report(report: Mapping[str, Any]) -> str:
@@ -166,6 +175,9 @@ def format_report(report: Mapping[str, Any]) -> str:
                      f"| {e['danger_level']} | {why} |")
     if report["excluded"]:
         lines += ["", "## Excluded", ""] + [f"- `{t}`" for t in report["excluded"]]
+    ro = report.get("read_only_excluded") or {}
+    lines += ["", f"## Not served under --read-only ({len(ro)})", ""]
+    lines += [f"- `{t}`: {why}" for t, why in ro.items()] or ["- none: every operation is a guaranteed read"]
     return "\n".join(lines) + "\n"
 
 

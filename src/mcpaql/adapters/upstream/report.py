@@ -1,11 +1,19 @@
 """``token_report``: what a server's tools cost in context, discrete vs wrapped (o200k_base).
 
 Works offline on a saved ``tools/list`` or live on an upstream (only ``tools/list`` is read).
+
+Wrapping does not always pay: the wrapped surface costs roughly the same whatever sits behind
+it (a few endpoint tools whose descriptions list the operation names), while a discrete
+``tools/list`` grows with every tool. A one-tool server (server-postgres: 32 o200k tokens)
+costs more wrapped (about 120). :func:`break_even` says so plainly, estimates how many tools of
+the same average size it takes to pay, and points at ``--upstream``, which puts several
+servers behind one adapter so they share one wrapped surface.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,12 +32,17 @@ async def _never(tool: str, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
     raise RuntimeError("token reports never call tools")
 
 
-def report_for_tools(tools: list[dict[str, Any]], name: str = "upstream", config: Config | None = None,
-                     **select: Any) -> dict[str, Any]:
+def report_for_tools(
+    tools: list[dict[str, Any]], name: str = "upstream", config: Config | None = None, **select: Any
+) -> dict[str, Any]:
     base = config or Config()
-    out: dict[str, Any] = {"adapter": name, "tools": len(tools), "encoding": tokens.ENCODING,
-                           "discrete": {"tokens": tokens.count_tools(tools), "tokens_as_sent": tokens.count_json(tools)},
-                           "wrapped": {}}
+    out: dict[str, Any] = {
+        "adapter": name,
+        "tools": len(tools),
+        "encoding": tokens.ENCODING,
+        "discrete": {"tokens": tokens.count_tools(tools), "tokens_as_sent": tokens.count_json(tools)},
+        "wrapped": {},
+    }
     engines: dict[str, Engine] = {}
     for mode in MODES:
         reg = build_registry(name, {name: tools}, lambda up: _never, **select)
@@ -44,8 +57,16 @@ def report_for_tools(tools: list[dict[str, Any]], name: str = "upstream", config
         if op is None:
             continue
         d = tokens.count_json(eng.introspector.run("operations", op.name, "s"))
-        per_op.append({"operation": op.name, "tool": t["name"], "category": op.category.value,
-                       "tool_tokens": tokens.count_tool(t), "tool_tokens_as_sent": tokens.count_json(t), "detail_tokens": d})
+        per_op.append(
+            {
+                "operation": op.name,
+                "tool": t["name"],
+                "category": op.category.value,
+                "tool_tokens": tokens.count_tool(t),
+                "tool_tokens_as_sent": tokens.count_json(t),
+                "detail_tokens": d,
+            }
+        )
     out["per_operation"] = per_op
     if per_op:
         ratios = sorted(p["detail_tokens"] / max(p["tool_tokens"], 1) for p in per_op)
@@ -61,11 +82,57 @@ def report_for_tools(tools: list[dict[str, Any]], name: str = "upstream", config
         }
     d = out["discrete"]["tokens"]
     out["savings"] = {m: round(1 - out["wrapped"][m]["tokens"] / d, 3) if d else 0.0 for m in MODES}
+    out["break_even"] = break_even(d, out["wrapped"]["semantic"]["tokens"], len(tools))
     return out
 
 
-def token_report(target: UpstreamSpec | str | Path | list[dict[str, Any]] | Mapping[str, Any], *,
-                 name: str | None = None, **kw: Any) -> dict[str, Any]:
+COMBINE_HINT = "mcpaql wrap --upstream NAME='COMMAND …' --upstream NAME2='COMMAND …'"
+
+
+def break_even(discrete: int, wrapped: int, tools: int, upstreams: int = 1) -> dict[str, Any]:
+    """Whether wrapping pays for this surface, in o200k tokens per conversation, and if not,
+    from about how many tools of the same average size it would."""
+    per_tool = discrete / tools if tools else 0.0
+    pays = wrapped < discrete
+    need = math.ceil(wrapped / per_tool) if per_tool and not pays else None
+    if pays:
+        msg = (
+            f"wrapping pays: {wrapped:,} o200k tokens wrapped vs {discrete:,} discrete "
+            f"({1 - wrapped / max(discrete, 1):.0%} less per conversation)"
+        )
+    else:
+        msg = (
+            f"wrapping does not pay here: {wrapped:,} o200k tokens wrapped vs {discrete:,} discrete "
+            f"(+{wrapped - discrete:,} per conversation) for {tools} tool(s)"
+            + (f" from {upstreams} upstreams" if upstreams > 1 else "")
+            + (
+                f"; it pays from about {need} tools of this size: combine servers behind one adapter ({COMBINE_HINT})"
+                if need
+                else ""
+            )
+        )
+    return {
+        "pays": pays,
+        "discrete_tokens": discrete,
+        "wrapped_tokens": wrapped,
+        "tools": tools,
+        "tokens_per_tool": round(per_tool, 1),
+        "break_even_tools": need,
+        "message": msg,
+    }
+
+
+def wrapped_break_even(holder: Any) -> dict[str, Any]:
+    """:func:`break_even` for a running :class:`~.wrap.Wrapper`: the upstream tools it serves
+    (as the discrete servers would list them) against its wrapped semantic surface."""
+    served = {(op.extensions.get("upstream"), op.origin) for op in holder.engine.registry.operations if op.origin}
+    discrete = [t for name, up in holder.upstreams.items() for t in up.tools if (name, t.get("name")) in served]
+    return break_even(tokens.count_tools(discrete), tokens.count_tools(holder.engine.tools), len(discrete), len(holder.upstreams))
+
+
+def token_report(
+    target: UpstreamSpec | str | Path | list[dict[str, Any]] | Mapping[str, Any], *, name: str | None = None, **kw: Any
+) -> dict[str, Any]:
     """A fixture path, a tools/list (list or ``{"tools": …}``) or a live upstream → token report."""
     if isinstance(target, UpstreamSpec):
         import anyio
