@@ -385,3 +385,17 @@ def test_build_report_lists_what_read_only_would_not_serve() -> None:
     excluded = report["read_only_excluded"]
     assert excluded["search_and_replace"].startswith("UPDATE (annotations.destructiveHint is true")
     assert "get_document_text" not in excluded and len(excluded) == 54 - 11  # 11 tools carry readOnlyHint
+
+
+def test_docs_table_is_current() -> None:
+    """docs/wrap.md embeds scripts/classification_table.py's output; regenerate it when rules change."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("classification_table", root / "scripts" / "classification_table.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    doc = (root / "docs" / "wrap.md").read_text(encoding="utf-8")
+    embedded = doc.split("<!-- classification-table:start -->\n", 1)[1].split("<!-- classification-table:end -->", 1)[0]
+    assert embedded == mod.table(), "docs/wrap.md is stale: python scripts/classification_table.py"

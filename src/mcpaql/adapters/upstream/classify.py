@@ -210,11 +210,14 @@ class Classification:
         if self.category is R:
             reasons = "; ".join(self.review_reasons) or "no read-only annotation and no unambiguous read verb"
             return f"READ but not a guaranteed read ({reasons})"
-        # the annotations' veto, if any, and the last step that decided the category
+        said = self.decided_by()
+        return f"{self.category.value} ({said})" if said else self.category.value
+
+    def decided_by(self) -> str:
+        """The annotations' veto, if any, and the last step that decided the category."""
         steps = [w for w in self.why if not w.startswith(_DANGER_STEPS)]
         veto = [w for w in steps[:1] if w.startswith("annotations")]
-        said = veto + [w for w in steps[-1:] if w not in veto]
-        return f"{self.category.value} ({'; '.join(said)})" if said else self.category.value
+        return "; ".join(veto + [w for w in steps[-1:] if w not in veto])
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -337,6 +340,8 @@ def http_method_verb(name: str) -> tuple[str, Category, Category | None] | None:
     for i in (0, 1):
         if i >= len(ws) - 1 or ws[i] not in HTTP_METHODS or (i == 1 and _verb_category(ws, 0) is not None):
             continue
+        if i == 0 and ws[0] not in ("post", "put"):
+            return None  # ``get_…``/``delete_…``/``patch_…`` first: the ordinary verb grammar agrees
         rest = name_verb("_".join(ws[i + 1 :])) if ws[i] == "post" else None
         return ws[i], HTTP_METHODS[ws[i]], rest[1] if rest else None
     return None
