@@ -11,6 +11,7 @@ serves only READ by annotation or an unambiguous read verb. Judgement calls are 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -355,7 +356,7 @@ _schemas = st.none() | st.fixed_dictionaries(
 _hint = st.sampled_from([None, True, False])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=int(os.environ.get("MCPAQL_HYPOTHESIS_EXAMPLES", "400")), deadline=None)
 @given(name=_names, description=_descriptions, schema=_schemas, ro=_hint, de=_hint, idem=_hint)
 def test_declared_side_effects_are_never_read(
     name: str, description: str, schema: dict | None, ro: bool | None, de: bool | None, idem: bool | None

@@ -4,7 +4,10 @@ read, so they are neither CREATE nor served under ``--read-only``; GET is a guar
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import pytest
 
 from mcpaql.adapters.openapi import load_document
 from mcpaql.adapters.upstream.wrap import select_tools
@@ -44,3 +47,15 @@ def test_http_method_names_and_read_only() -> None:
     reasons = {e["operation"]: e["reason"] for e in excluded}
     assert set(reasons) == {"post_search", "markdown_render", "post_page", "patch_page", "delete_a_block", "sort_items"}
     assert reasons["post_search"].startswith("EXECUTE (annotations.readOnlyHint is false")
+
+
+@pytest.mark.anyio
+async def test_openapi_read_only_lists_what_it_left_out(caplog: pytest.LogCaptureFixture) -> None:
+    from mcpaql.adapters.openapi import serve_openapi
+
+    with caplog.at_level(logging.WARNING, logger="mcpaql.openapi"):
+        async with serve_openapi(DOC, read_only=True) as rt:
+            assert [op.name for op in rt.engine.registry.operations if op.origin] == ["get_user"]
+    text = caplog.text
+    assert "--read-only: serving 1 guaranteed read operation(s); left out 6" in text
+    assert "post_search (mixed): EXECUTE (annotations.readOnlyHint is false" in text

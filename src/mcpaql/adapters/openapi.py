@@ -40,7 +40,7 @@ from ..protocol.registry import Registry, SchemaError
 from .holder import EngineHolderBase
 from .http import http_error
 from .upstream.runtime import expand_env
-from .upstream.wrap import build_registry
+from .upstream.wrap import build_registry, format_exclusions
 
 log = logging.getLogger("mcpaql.openapi")
 
@@ -299,13 +299,17 @@ class OpenAPIRuntime(EngineHolderBase):
             httpx.AsyncClient(timeout=self.timeout, transport=self._transport, follow_redirects=False))
 
     def registry(self) -> Registry:
+        excluded: list[dict[str, str]] = []
         try:
-            return build_registry(self.name, {self.name: self.api.tools}, lambda _up: self.call,
-                                  display_name=self.api.title, version=self.api.version,
-                                  description=str((self.api.doc.get("info") or {}).get("description") or "") or None,
-                                  open_world=True, **self.select)
+            reg = build_registry(self.name, {self.name: self.api.tools}, lambda _up: self.call,
+                                 display_name=self.api.title, version=self.api.version,
+                                 description=str((self.api.doc.get("info") or {}).get("description") or "") or None,
+                                 open_world=True, excluded=excluded, **self.select)
         except SchemaError as e:
             raise OpenAPIError(str(e)) from None
+        if excluded:  # --read-only: what it left out, and why (only GETs are guaranteed reads)
+            log.warning("%s", format_exclusions(excluded, len(reg.operations)))
+        return reg
 
     def _configured_headers(self) -> dict[str, str]:
         """``--header`` values with ``${VAR}`` expanded; a header whose variable is unset is not sent
