@@ -132,3 +132,13 @@ async def test_answer_ledger_counts_requests_answers_and_cancellations() -> None
     ledger.inbound(Item(method="notifications/cancelled", params={"requestId": "1"}))
     assert ledger.pending == 0
     await ledger.drained(timeout=1)
+
+
+def test_a_2026_request_gets_a_result_with_result_type() -> None:
+    """2026-07-28 results must carry ``resultType``; the handshake era's do not need it."""
+    meta = b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}'
+    raw = b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{' + meta + b',"name":"t","arguments":{"q":"\xff"}}}'
+    _, modern = refuse_frame(Line(raw), 10_000) or (None, None)
+    _, legacy = refuse_frame(Line(raw.replace(meta + b",", b"")), 10_000) or (None, None)
+    assert modern is not None and modern["result"]["resultType"] == "complete"
+    assert legacy is not None and "resultType" not in legacy["result"]

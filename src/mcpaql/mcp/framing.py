@@ -169,13 +169,20 @@ def too_large(size: int, limit: int) -> MCPAQLError:
     return payload_too_large("request_size", limit, size, "bytes")
 
 
-def refusal(rid: Any, method: str | None, error: MCPAQLError) -> dict[str, Any] | None:
+MODERN_META_KEY = b"io.modelcontextprotocol/protocolVersion"
+"""Present only in 2026-07-28 per-request envelopes, whose results must carry ``resultType``."""
+
+
+def refusal(rid: Any, method: str | None, error: MCPAQLError, *, modern: bool = False) -> dict[str, Any] | None:
     """The JSON-RPC message answering a request refused at the wire, or None without an id."""
     if rid is None:
         return None
     if method == "tools/call":
         text = json.dumps(failure(error), separators=(",", ":"))
-        return {"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}], "isError": True}}
+        result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
+        if modern:
+            result["resultType"] = "complete"
+        return {"jsonrpc": "2.0", "id": rid, "result": result}
     rpc_code = -32700 if error.code == "VALIDATION_INVALID_ENCODING" else -32600
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": rpc_code, "message": error.message, "data": error.to_error()}}
 
@@ -186,12 +193,12 @@ def refuse_frame(frame: Frame, limit: int) -> tuple[MCPAQLError, dict[str, Any] 
     if isinstance(frame, Overlong):
         error = too_large(frame.size, limit)
         rid, method = request_identity(frame.prefix)
-        return error, refusal(rid, method, error)
+        return error, refusal(rid, method, error, modern=MODERN_META_KEY in frame.prefix)
     error = check_line(frame.data)
     if error is None:
         return None
     rid, method = request_identity(frame.data)
-    return error, refusal(rid, method, error)
+    return error, refusal(rid, method, error, modern=MODERN_META_KEY in frame.data)
 
 
 def encode(message: dict[str, Any]) -> bytes:
