@@ -239,14 +239,16 @@ def test_a_busy_approval_port_is_one_line_and_exit_2(tmp_path: Path, busy_port: 
 
 
 def test_the_page_is_loopback_only_and_no_page_says_where_codes_go(tmp_path: Path) -> None:
-    run = lambda *a: subprocess.run(
-        serve_args(tmp_path, *a),
-        stdin=subprocess.DEVNULL,  # noqa: E731
-        capture_output=True,
-        text=True,
-        env=env_for(tmp_path),
-        timeout=60,
-    )
+    def run(*a):
+        return subprocess.run(
+            serve_args(tmp_path, *a),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=env_for(tmp_path),
+            timeout=60,
+        )
+
     r = run("--approval-host", "0.0.0.0")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "loopback only" in r.stderr
     r = run("--no-approval-page")  # stdin at EOF: the server starts, says where codes go, and ends
@@ -258,3 +260,41 @@ def test_the_page_is_loopback_only_and_no_page_says_where_codes_go(tmp_path: Pat
     policy.write_text("store: 'sqlite://:memory:'\n")
     r = run("--no-approval-page", "--safety", str(policy))
     assert r.returncode == 2 and "needs a human channel" in r.stderr and r.stderr.count("\n") == 1
+
+
+MINI_API = {
+    "openapi": "3.0.3",
+    "info": {"title": "Mini", "version": "1"},
+    "servers": [{"url": "http://127.0.0.1:9"}],
+    "paths": {
+        "/items/{id}": {
+            "delete": {
+                "operationId": "deleteItem",
+                "responses": {"204": {"description": "ok"}},
+                "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+            }
+        }
+    },
+}
+
+
+@pytest.mark.parametrize("command", ["wrap", "openapi"])
+def test_wrap_and_openapi_open_the_channel_too(tmp_path: Path, command: str) -> None:
+    from mcpaql.adapters.upstream.replay import argv_for
+
+    url_file = tmp_path / "approval-url"
+    common = ("--safety-loop", "enforcing", "--approval-url-file", str(url_file))
+    if command == "wrap":
+        fixture = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "surfaces" / "mcp-server-time.tools-list.json"
+        args = mcpaql("wrap", *common, "--", *argv_for(fixture))
+    else:
+        spec = tmp_path / "mini.json"
+        spec.write_text(json.dumps(MINI_API))
+        args = mcpaql("openapi", str(spec), *common)
+    # stdin at EOF: the server starts, opens the channel, serves nothing and ends cleanly
+    r = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env_for(tmp_path), timeout=60)
+    assert r.returncode == 0, r.stderr
+    (say,) = [ln for ln in r.stderr.splitlines() if "safety loop enforcing" in ln]
+    url = url_file.read_text().strip()
+    assert url.split("?")[0] in say and "key=" in url and url.split("key=")[1] not in r.stderr
+    assert url_file.stat().st_mode & 0o777 == 0o600
