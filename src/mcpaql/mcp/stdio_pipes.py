@@ -217,6 +217,9 @@ class DrainingReceive:
     def last_context(self) -> Any:  # the SDK reads the sender's contextvars from here
         return getattr(self._inner, "last_context", None)
 
+    def __getattr__(self, name: str) -> Any:  # anything else a later SDK uses: the stream's own
+        return getattr(self._inner, name)
+
     async def receive(self) -> Any:
         try:
             item = await self._inner.receive()
@@ -258,6 +261,9 @@ class LedgerSend:
     async def send(self, item: Any) -> None:
         await self._inner.send(item)
         self._ledger.outbound(item)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
     def close(self) -> None:
         self._inner.close()
