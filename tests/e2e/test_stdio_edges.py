@@ -199,6 +199,9 @@ def test_every_request_read_before_eof_is_answered(tmp_path: Path) -> None:
     assert sorted(r["id"] for r in replies) == list(range(101))
     assert all(envelope(r)["success"] for r in replies if r["id"])
     assert b"Traceback" not in proc.stderr
+    # every answer went through the SDK's write stream, so the ledger saw it (had a later SDK
+    # bypassed the stream interface, the wait would time out and say so here)
+    assert b"still running" not in proc.stderr
 
 
 @pytest.fixture
