@@ -249,3 +249,15 @@ def test_REQ_VAL_023_invalid_utf8_over_http_is_refused_with_the_mcp_aql_code(htt
     # the server keeps serving: a well-formed request still gets its answer from the SDK
     ok = httpx.post(http_server, content=line(INIT), headers=HEADERS)
     assert ok.status_code == 200 and "serverInfo" in ok.text
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=garbage, rid=st.integers(1, 10**6))
+def test_http_garbage_bodies_never_break_the_server(http_server: str, body: bytes, rid: int) -> None:
+    r = httpx.post(http_server, content=body, headers=HEADERS)
+    assert r.status_code < 500
+    bad = line(call(rid, params={"query": "operations", "name": "X"})).replace(b'"X"', b'"' + b"\xff" + body[:5] + b'"')
+    r = httpx.post(http_server, content=bad, headers=HEADERS)
+    assert r.status_code == 200 and envelope(r.json())["error"]["code"] == "VALIDATION_INVALID_ENCODING"
+    ok = httpx.post(http_server, content=line(INIT), headers=HEADERS)
+    assert ok.status_code == 200 and "serverInfo" in ok.text
