@@ -127,6 +127,8 @@ async def serve_http_async(
     import uvicorn
 
     configure_logging()
+    if host not in LOCAL_HOSTS:
+        log.warning("serving on %s: reachable beyond this machine and without DNS-rebinding protection", host)
     app = http_app(engine, stateless=stateless, host=host)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=uvicorn_log_config(log_level),
                                           log_level=log_level))
