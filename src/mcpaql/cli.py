@@ -6,6 +6,7 @@ SERVER arguments (introspect, call, conformance, tokens) are a URL (streamable H
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -19,6 +20,7 @@ from typing import Annotated, Any
 import anyio
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .config import Config, ConfigError
@@ -35,7 +37,8 @@ EXTRA = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[red]error:[/red] {message}")
+    # One line whatever the width (soft_wrap), and the message is text, not Rich markup ("[::1]").
+    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -52,6 +55,11 @@ ConfigOpt = Annotated[str | None, typer.Option(help="Config file (YAML/JSON)")]
 SafetyOpt = Annotated[str | None, typer.Option(help="Safety policy file (YAML/JSON; see docs/safety.md)")]
 TrustOpt = Annotated[str | None, typer.Option(help="Switch the safety layer on with this adapter trust level")]
 SafetyLoopOpt = Annotated[str | None, typer.Option(help="Add the execution safety loop: enforcing|monitoring|logging")]
+# The safety loop's human channel (docs/safety.md "The first blocked agent").
+ApprovalPageOpt = Annotated[bool, typer.Option(help="With --safety-loop: serve the local approval page (default on)")]
+ApprovalPortOpt = Annotated[int, typer.Option(help="Approval page port (default 0: any free port)")]
+ApprovalHostOpt = Annotated[str, typer.Option(help="Approval page address (loopback only)")]
+ApprovalUrlFileOpt = Annotated[Path | None, typer.Option(help="Where the page URL with its key is written (mode 0600)")]
 
 
 def _config(mode: str | None, prefix: str | None, tool_pattern: str | None, bare: bool, config_file: str | None,
@@ -103,19 +111,27 @@ def serve(
     safety: SafetyOpt = None,
     trust: TrustOpt = None,
     safety_loop: SafetyLoopOpt = None,
+    approval_page: ApprovalPageOpt = True,
+    approval_port: ApprovalPortOpt = 0,
+    approval_host: ApprovalHostOpt = "127.0.0.1",
+    approval_url_file: ApprovalUrlFileOpt = None,
 ) -> None:
     """Serve an adapter over MCP (no TARGET: the embedded Task Tracker demo)."""
     from .loading import TargetError, load_engine
 
     cfg = _config(mode, prefix, tool_pattern, bare, config, enumerate_operations or None, allow)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    channel = _channel(approval_page, approval_port, approval_host, approval_url_file)
     if target and target.endswith((".json", ".yaml", ".yml")) and _is_openapi(target):
-        _serve_openapi(target, cfg, transport, host, port, stateless, safety=_safety_config(safety, trust, safety_loop))
+        _serve_openapi(target, cfg, transport, host, port, stateless, safety=_safety_config(safety, trust, safety_loop),
+                       channel=channel)
         return
     if target and target.endswith((".json", ".yaml", ".yml", ".md")):
-        _serve_schema_file(target, cfg, transport, host, port, stateless, _safety_config(safety, trust, safety_loop))
+        _serve_schema_file(target, cfg, transport, host, port, stateless, _safety_config(safety, trust, safety_loop),
+                           channel=channel)
         return
-    prepare = _safety_prepare(safety, trust, safety_loop)
+    installed: list[Any] = []
+    prepare = _safety_prepare(safety, trust, safety_loop, installed)
     try:
         engine = load_engine(target, cfg, demo_db=db, prepare=prepare)
     except (TargetError, ConfigError, ValueError) as e:
@@ -123,7 +139,9 @@ def serve(
         return
     from .mcp.transports import run_served, serve_http, serve_stdio
 
-    if transport == "stdio":
+    if installed and installed[0].loop is not None:  # a served loop: run it beside its human channel
+        _run_holder(_fixed_engine(engine), transport, host, port, stateless, channel=channel, safety=installed[0])
+    elif transport == "stdio":
         run_served(serve_stdio, engine)
     elif transport == "http":
         err.print(f"serving {engine.registry.display_name} on http://{host}:{port}/mcp" + (" (stateless)" if stateless else ""))
@@ -167,46 +185,64 @@ def _safety_config(policy: str | None, trust: str | None, loop: str | None) -> A
         raise
 
 
-def _safety_prepare(policy: str | None, trust: str | None, loop: str | None) -> Any:
+def _safety_prepare(policy: str | None, trust: str | None, loop: str | None, installed: list[Any]) -> Any:
+    """The ``prepare`` hook installing safety; the Safety it makes is appended to ``installed``."""
     cfg = _safety_config(policy, trust, loop)
     if cfg is None:
         return None
     from .safety import install_safety
 
-    return lambda target: install_safety(target, cfg)
+    def prepare(target: Any) -> Any:
+        installed.append(install_safety(target, cfg))
+        return installed[-1]
+
+    return prepare
 
 
-def _run_holder(holder_cm: Any, transport: str, host: str, port: int, stateless: bool, on_open: Any = None) -> None:
+def _channel(page: bool, port: int, host: str, url_file: Path | None) -> Any:
+    from .safety.channel import ChannelOptions
+
+    return ChannelOptions(page=page, host=host, port=port, url_file=url_file)
+
+
+@contextlib.asynccontextmanager
+async def _fixed_engine(engine: Any) -> Any:
+    yield engine
+
+
+def _run_holder(holder_cm: Any, transport: str, host: str, port: int, stateless: bool, *,
+                channel: Any = None, safety: Any = None, on_open: Any = None) -> None:
     """Serve an async-context engine holder (wrapped upstreams, adapter-schema runtimes) with the
-    MCP server in the same event loop as its upstream connections. ``on_open(holder)`` is called
-    once the holder is open, before serving (it must return at once)."""
-    from .mcp.transports import configure_logging, http_app, run_served, serve_stdio, uvicorn_log_config
+    MCP server in the same event loop as its upstream connections — and, when it serves a safety
+    loop, with the loop's human channel (the approval page) beside it. ``on_open(holder)`` is called once the
+    holder is open, before serving (it must return at once)."""
+    from .mcp.transports import run_served, serve_http_async, serve_stdio
+    from .safety.channel import ChannelError, ChannelOptions, human_channel, wants_channel
 
     async def main() -> None:
-        async with holder_cm as holder:
+        async with holder_cm as holder, contextlib.AsyncExitStack() as stack:
             if on_open is not None:
                 on_open(holder)
+            served = safety or getattr(holder, "safety", None)
+            if served is not None and wants_channel(served.config):
+                await stack.enter_async_context(
+                    human_channel(served, channel or ChannelOptions(), lambda line: print(line, file=sys.stderr, flush=True)))
             if transport == "stdio":
                 await serve_stdio(holder)
                 return
-            import uvicorn
-
-            configure_logging()
-            app_ = http_app(holder, stateless=stateless, host=host)
             err.print(f"serving on http://{host}:{port}/mcp" + (" (stateless)" if stateless else ""))
-            await uvicorn.Server(uvicorn.Config(app_, host=host, port=port, log_config=uvicorn_log_config(),
-                                                log_level="warning")).serve()
+            await serve_http_async(holder, host=host, port=port, stateless=stateless)
 
     if transport not in ("stdio", "http"):
         _fail("transport must be stdio or http")
     try:
         run_served(main)
-    except (ConnectionError, ValueError) as e:
+    except (ConnectionError, ValueError, ChannelError) as e:
         _fail(str(e))
 
 
 def _serve_schema_file(path: str, cfg: Config, transport: str, host: str, port: int, stateless: bool,
-                       safety: Any = None) -> None:
+                       safety: Any = None, channel: Any = None) -> None:
     from .adapters.schema import serve_adapter
     from .protocol.registry import SchemaError
 
@@ -215,7 +251,7 @@ def _serve_schema_file(path: str, cfg: Config, transport: str, host: str, port: 
     except (SchemaError, OSError, ValueError) as e:
         _fail(f"cannot load adapter schema '{path}': {e}")
         return
-    _run_holder(runtime, transport, host, port, stateless)
+    _run_holder(runtime, transport, host, port, stateless, channel=channel)
 
 
 def _is_openapi(path: str) -> bool:
@@ -224,7 +260,8 @@ def _is_openapi(path: str) -> bool:
     return looks_like_openapi(path)
 
 
-def _serve_openapi(source: str, cfg: Config, transport: str, host: str, port: int, stateless: bool, **kw: Any) -> None:
+def _serve_openapi(source: str, cfg: Config, transport: str, host: str, port: int, stateless: bool,
+                   channel: Any = None, **kw: Any) -> None:
     from .adapters.openapi import OpenAPIError, serve_openapi
 
     try:
@@ -232,7 +269,7 @@ def _serve_openapi(source: str, cfg: Config, transport: str, host: str, port: in
     except OpenAPIError as e:
         _fail(str(e))
         return
-    _run_holder(runtime, transport, host, port, stateless)
+    _run_holder(runtime, transport, host, port, stateless, channel=channel)
 
 
 def _headers(pairs: list[str]) -> dict[str, str]:
@@ -300,6 +337,10 @@ def wrap(
     trust: TrustOpt = None,
     safety_loop: SafetyLoopOpt = None,
     call_timeout: Annotated[float | None, typer.Option(help="Seconds an upstream tool call may take (default: no limit)")] = None,
+    approval_page: ApprovalPageOpt = True,
+    approval_port: ApprovalPortOpt = 0,
+    approval_host: ApprovalHostOpt = "127.0.0.1",
+    approval_url_file: ApprovalUrlFileOpt = None,
 ) -> None:
     """Serve an existing MCP server (or several) through MCP-AQL: mcpaql wrap -- npx -y @modelcontextprotocol/server-memory"""
     from .adapters.upstream import wrap as do_wrap
@@ -317,7 +358,8 @@ def wrap(
         from .adapters.schema.build import load_overrides
 
         kw["overrides"] = (load_overrides(overrides).get("operations") or {})
-    _run_holder(do_wrap(specs, **kw), transport, host, port, stateless, on_open=_say_break_even)
+    _run_holder(do_wrap(specs, **kw), transport, host, port, stateless, on_open=_say_break_even,
+                channel=_channel(approval_page, approval_port, approval_host, approval_url_file))
 
 
 def _say_break_even(holder: Any) -> None:
@@ -359,6 +401,10 @@ def openapi(
     safety: SafetyOpt = None,
     trust: TrustOpt = None,
     safety_loop: SafetyLoopOpt = None,
+    approval_page: ApprovalPageOpt = True,
+    approval_port: ApprovalPortOpt = 0,
+    approval_host: ApprovalHostOpt = "127.0.0.1",
+    approval_url_file: ApprovalUrlFileOpt = None,
 ) -> None:
     """Serve an HTTP API described by OpenAPI 3.x through MCP-AQL: mcpaql openapi petstore.yaml"""
     cfg = _config(mode, prefix, tool_pattern, bare, config)
@@ -367,7 +413,8 @@ def openapi(
         _fail("--timeout must be a number of seconds > 0")
     _serve_openapi(spec, cfg, transport, host, port, stateless, base_url=base_url, headers=_headers(header), name=name,
                    read_only=read_only, include=include, exclude=exclude, timeout=timeout,
-                   safety=_safety_config(safety, trust, safety_loop))
+                   safety=_safety_config(safety, trust, safety_loop),
+                   channel=_channel(approval_page, approval_port, approval_host, approval_url_file))
 
 
 @app.command(context_settings=EXTRA)

@@ -20,8 +20,9 @@ from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
 from ..protocol.dispatch import Engine
+from .framing import Utf8Guard, line_limit
 from .server import EngineHolder, build_server, current_engine
-from .stdio_pipes import event_loop_stdio
+from .stdio_pipes import claimed_stdio, drained_streams
 
 log = logging.getLogger("mcpaql.mcp.transports")
 
@@ -38,15 +39,17 @@ def configure_logging(level: int = logging.WARNING) -> None:
 async def serve_stdio(engine: Engine | EngineHolder) -> None:
     """Serve one client over this process's stdin/stdout until it closes stdin."""
     configure_logging()
-    session = current_engine(engine).new_session("stdio")
+    first = current_engine(engine)
+    session = first.new_session("stdio")
     server = build_server(engine, transport="stdio", session=session)
     sys.stdout.flush()  # anything buffered before we own the pipe must not land mid-stream
     try:
-        async with event_loop_stdio() as pipes, stdio_server(*(pipes or (None, None))) as (read_stream, write_stream):
+        async with claimed_stdio(line_limit(first.config.limits)) as (lines, writer), \
+                stdio_server(lines, writer) as (read_stream, write_stream):  # type: ignore[arg-type]
             try:
                 with contextlib.redirect_stdout(sys.stderr):  # stray print() in handlers goes to stderr
                     options = server.create_initialization_options(NotificationOptions(tools_changed=True))
-                    await server.run(read_stream, write_stream, options)
+                    await server.run(*drained_streams(read_stream, write_stream), options)  # type: ignore[arg-type]
             finally:
                 sys.stdout.flush()  # fd 1 is still diverted to stderr here; after exit it is the wire
     finally:
@@ -88,12 +91,15 @@ def http_app(engine: Engine | EngineHolder, *, stateless: bool = False, path: st
     turns on DNS-rebinding protection (Host/Origin allow-lists).
     """
     server = build_server(engine, transport="http")
-    return server.streamable_http_app(
+    app = server.streamable_http_app(
         streamable_http_path=path,
         stateless_http=stateless,
         host=host,
         session_idle_timeout=None if stateless else 1800,
     )
+    # REQ-VAL-023: invalid UTF-8 is VALIDATION_INVALID_ENCODING here too, not the SDK's bare -32700.
+    app.add_middleware(Utf8Guard, limit=line_limit(current_engine(engine).config.limits))
+    return app
 
 
 def uvicorn_log_config(level: str = "warning") -> dict[str, Any]:
@@ -110,6 +116,23 @@ def uvicorn_log_config(level: str = "warning") -> dict[str, Any]:
             "uvicorn.access": {"handlers": ["stderr"], "level": level.upper(), "propagate": False},
         },
     }
+
+
+async def serve_http_async(
+    engine: Engine | EngineHolder, *, host: str = "127.0.0.1", port: int = 8000, stateless: bool = False,
+    log_level: str = "warning",
+) -> None:
+    """Serve :func:`http_app` with uvicorn on the running event loop (beside other tasks that
+    share the engine's state, such as a holder's upstreams or the approval page)."""
+    import uvicorn
+
+    configure_logging()
+    if host not in LOCAL_HOSTS:
+        log.warning("serving on %s: reachable beyond this machine and without DNS-rebinding protection", host)
+    app = http_app(engine, stateless=stateless, host=host)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=uvicorn_log_config(log_level),
+                                          log_level=log_level))
+    await server.serve()
 
 
 def serve_http(

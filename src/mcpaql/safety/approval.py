@@ -4,10 +4,19 @@ A small Starlette app bound to 127.0.0.1 that lists pending challenges *with the
 and hard-blocked agents with an admin "Unblock" (and per-challenge "Approve") button. It
 reads the store directly, so it shows challenges created by any process sharing the store.
 
-Access needs the admin key (``?key=…`` once, then an HttpOnly cookie); forms carry it as a
-CSRF token. The key is printed only to the operator (``url``), never put in an MCP response.
-This page is the one place outside the store where codes exist; it must not be exposed to
-the agent (do not give the agent a browser or HTTP tool for this address).
+Who can see and approve, and why that excludes the agent it guards:
+
+* **the admin key** (``?key=…`` once, then an HttpOnly ``SameSite=Strict`` cookie named per
+  port, since cookies ignore ports): a fresh random key per start, written only to the
+  operator's owner-only URL file (:mod:`.channel`), never logged and never put in an MCP
+  response — an agent (or another local user) that can reach loopback gets 403 and no code;
+* **forms carry the key as a CSRF token** and a POST whose ``Origin`` is not this page is
+  refused, so a web page the operator visits cannot click "Approve" through their cookie;
+* **the Host header must name this loopback address** (DNS rebinding: a hostile name resolved
+  to 127.0.0.1 is refused before anything is read).
+
+This page is the one place outside the store where codes exist; do not give the agent a
+browser or an HTTP tool together with the operator's files.
 """
 
 from __future__ import annotations
@@ -34,6 +43,13 @@ table{border-collapse:collapse;width:100%;margin-bottom:2em}td,th{border:1px sol
 .kind-danger_zone{color:#b00}.empty{color:#777}button{padding:.3em .8em}"""
 
 
+_HOST_NAMES = ("127.0.0.1", "localhost", "[::1]")  # how a browser names our loopback address
+
+
+class ApprovalPageError(Exception):
+    """The page cannot listen where asked (one line for the operator)."""
+
+
 class ApprovalPage:
     def __init__(self, challenges: Challenges, loop: SafetyLoop | None = None, *, host: str = "127.0.0.1",
                  port: int = 0, admin_key: str | None = None) -> None:
@@ -54,11 +70,26 @@ class ApprovalPage:
         ])
 
     @property
+    def origin(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}/?key={self.key}"
+        return f"{self.origin}/?key={self.key}"
+
+    @property
+    def cookie(self) -> str:
+        return f"mcpaql_admin_{self.port}"
+
+    def _host_ok(self, request: Request) -> bool:
+        """Only our own loopback names (DNS-rebinding protection)."""
+        return request.headers.get("host", "") in {f"{h}:{self.port}" for h in _HOST_NAMES}
 
     def _authorized(self, request: Request, form_key: str | None = None) -> bool:
-        given = form_key or request.query_params.get("key") or request.cookies.get("mcpaql_admin") or ""
+        if not self._host_ok(request):
+            return False
+        given = form_key or request.query_params.get("key") or request.cookies.get(self.cookie) or ""
         return hmac.compare_digest(given.encode(), self.key.encode())
 
     def _deny(self) -> Response:
@@ -120,10 +151,16 @@ class ApprovalPage:
         resp = HTMLResponse(body, headers={"Cache-Control": "no-store", "X-Frame-Options": "DENY",
                                            "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
                                                                       "form-action 'self'"})
-        resp.set_cookie("mcpaql_admin", self.key, httponly=True, samesite="strict")
+        resp.headers["Referrer-Policy"] = "same-origin"  # "no-referrer" would make our own form's Origin "null"
+        resp.set_cookie(self.cookie, self.key, httponly=True, samesite="strict")
         return resp
 
     async def _form(self, request: Request) -> dict[str, str] | None:
+        origin = request.headers.get("origin")
+        site = request.headers.get("sec-fetch-site")
+        if (origin is not None and origin not in {f"http://{h}:{self.port}" for h in _HOST_NAMES}) or \
+                (site is not None and site != "same-origin"):
+            return None  # a cross-site form post (CSRF), even if it guessed nothing else
         form = await request.form()
         data = {k: str(v) for k, v in form.items()}
         if not self._authorized(request, data.get("key")) or not data.get("key"):
@@ -154,7 +191,12 @@ class ApprovalPage:
 
         sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
+        try:
+            sock.bind((self.host, self.port))
+        except OSError as e:
+            sock.close()
+            raise ApprovalPageError(f"the approval page cannot listen on {self.host}:{self.port}: "
+                                    f"{e.strerror or e} (choose another --approval-port, or 0 for any)") from None
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)

@@ -3,9 +3,11 @@
 approval page on 127.0.0.1 as the human channel, optional webhook / OS-dialog channels, and
 a durable store (SQLite by default, Redis for several processes).
 
-The approval page's operator URL carries its admin key, so it is *not* logged (MCP clients
-often show a server's stderr to the model): it is written to a file readable only by the
-user (``--url-file``, default ``~/.mcpaql/approval-url``) and only that path is logged.
+The approval page is opened by :mod:`.channel` like for every served loop: its operator URL
+carries its admin key, so it is *not* printed (MCP clients often show a server's stderr to the
+model): it is written to a file readable only by the user (``--url-file``, default
+``~/.mcpaql/approval-url``) and one stderr line names the page and that file. A port that is
+busy is one line and exit status 2.
 
 Run it with ``python -m mcpaql.safety.guard [--store URL] [--mode enforcing] …`` or through
 the CLI (``mcpaql guard``), which calls :func:`run_guard`.
@@ -17,6 +19,7 @@ import argparse
 import json
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +27,7 @@ import anyio
 
 from ..config import Config
 from ..protocol.dispatch import Engine
-from .approval import ApprovalPage
+from .channel import ChannelError, ChannelOptions, default_url_file, human_channel
 from .install import Safety, SafetyConfig, guard_engine
 
 log = logging.getLogger("mcpaql.safety.guard")
@@ -36,15 +39,11 @@ def build_guard(config: SafetyConfig | dict[str, Any] | None = None, *, engine_c
     return guard_engine(config, engine_config=engine_config or Config.load(), **kw)
 
 
-def default_url_file() -> Path:
-    return Path(os.environ.get("MCPAQL_HOME") or Path.home() / ".mcpaql") / "approval-url"
+__all__ = ["build_guard", "default_url_file", "main", "run_guard", "serve_guard"]
 
 
-def _write_private(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text + "\n")
+def _announce(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 async def serve_guard(
@@ -55,36 +54,25 @@ async def serve_guard(
     port: int = 8000,
     approval_page: bool = True,
     approval_port: int = 0,
+    approval_host: str = "127.0.0.1",
     url_file: Path | None = None,
 ) -> None:
     engine, safety = build_guard(config)
-    page: ApprovalPage | None = None
-    if approval_page:
-        page = ApprovalPage(safety.challenges, safety.loop, port=approval_port)
-        url = await page.start()
-        target = url_file or default_url_file()
-        _write_private(target, url)
-        log.warning("approval page for human operators: open the URL stored in %s", target)
+    options = ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=url_file)
     try:
-        if transport == "stdio":
-            from ..mcp.transports import serve_stdio
+        async with human_channel(safety, options, _announce):
+            if transport == "stdio":
+                from ..mcp.transports import serve_stdio
 
-            await serve_stdio(engine)
-        elif transport == "http":
-            import uvicorn
+                await serve_stdio(engine)
+            elif transport == "http":
+                from ..mcp.transports import serve_http_async
 
-            from ..mcp.transports import http_app, uvicorn_log_config
-
-            app = http_app(engine, host=host)
-            server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=uvicorn_log_config(),
-                                                   log_level="warning"))
-            await server.serve()
-        else:
-            raise ValueError("transport must be stdio or http")
+                await serve_http_async(engine, host=host, port=port)
+            else:
+                raise ValueError("transport must be stdio or http")
     finally:
         with anyio.CancelScope(shield=True):
-            if page is not None:
-                await page.stop()
             await safety.close()
 
 
@@ -126,15 +114,21 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--no-approval-page", action="store_true")
-    p.add_argument("--approval-port", type=int, default=0)
-    p.add_argument("--url-file", type=Path)
+    p.add_argument("--approval-port", type=int, default=0, help="approval page port (default: any free port)")
+    p.add_argument("--approval-host", default="127.0.0.1", help="approval page address: loopback only")
+    p.add_argument("--url-file", type=Path, help="where the page URL with its key is written (mode 0600)")
     return p
 
 
 def main(argv: list[str] | None = None) -> None:
     ns = parser().parse_args(argv)
-    run_guard(config_from_args(ns), transport=ns.transport, host=ns.host, port=ns.port,
-              approval_page=not ns.no_approval_page, approval_port=ns.approval_port, url_file=ns.url_file)
+    try:
+        run_guard(config_from_args(ns), transport=ns.transport, host=ns.host, port=ns.port,
+                  approval_page=not ns.no_approval_page, approval_port=ns.approval_port,
+                  approval_host=ns.approval_host, url_file=ns.url_file)
+    except ChannelError as e:
+        print(f"mcpaql guard: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":
