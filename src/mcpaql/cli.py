@@ -35,7 +35,7 @@ EXTRA = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
 def _fail(message: str, code: int = 2) -> None:
-    err.print(f"[red]error:[/red] {message}")
+    err.print(f"[red]error:[/red] {message}", soft_wrap=True)  # one line, however long
     raise typer.Exit(code)
 
 
@@ -327,6 +327,8 @@ def openapi(
     include: Annotated[list[str], typer.Option(help="Glob of operations to expose (repeatable)")] = [],  # noqa: B006
     exclude: Annotated[list[str], typer.Option(help="Glob of operations to hide (repeatable)")] = [],  # noqa: B006
     timeout: Annotated[float, typer.Option(help="Seconds an API call may take")] = 30.0,
+    allow_private_targets: Annotated[bool, typer.Option(
+        help="Allow API targets on link-local/metadata addresses, and private ones for a document fetched by URL")] = False,
     mode: ModeOpt = None,
     transport: TransportOpt = "stdio",
     host: HostOpt = "127.0.0.1",
@@ -347,7 +349,7 @@ def openapi(
         _fail("--timeout must be a number of seconds > 0")
     _serve_openapi(spec, cfg, transport, host, port, stateless, base_url=base_url, headers=_headers(header), name=name,
                    read_only=read_only, include=include, exclude=exclude, timeout=timeout,
-                   safety=_safety_config(safety, trust, safety_loop))
+                   allow_private_targets=allow_private_targets, safety=_safety_config(safety, trust, safety_loop))
 
 
 @app.command(context_settings=EXTRA)

@@ -188,9 +188,22 @@ async def test_result_shapes() -> None:
     # Several text blocks, each a JSON object → an array of them.
     results["list_items"] = {"content": [{"type": "text", "text": json.dumps(i)} for i in ITEMS]}
     assert ok(await run(eng, "list_items", fields=["id"])) == [{"id": 1}, {"id": 2}]
-    # Structured content wins over the text rendering.
-    results["list_items"] = {"content": [{"type": "text", "text": "two items"}], "structuredContent": {"items": ITEMS}}
+    # Text and structured content that say different things: `data` holds both, so `fields` paths
+    # start where `data` does — selection and validation agree on it.
+    both = {"content": [{"type": "text", "text": "two items"}], "structuredContent": {"items": ITEMS}}
+    results["list_items"] = both
+    assert ok(await run(eng, "list_items")) == both
+    assert ok(await run(eng, "list_items", fields=["structuredContent.items.id"])) == {
+        "structuredContent": {"items": [{"id": 1}, {"id": 2}]}}
+    assert ok(await run(eng, "list_items", fields=["content.text", "structuredContent.items.name"])) == {
+        "content": [{"text": "two items"}], "structuredContent": {"items": [{"name": "a"}, {"name": "b"}]}}
+    e = err(await run(eng, "list_items", fields=["items.id"]))  # relative to the structured part: not what data holds
+    assert e["details"]["unknown_fields"] == ["items.id"] and "structuredContent.items.id" in e["details"]["valid_fields"]
+    # Structured content that only repeats the text: `data` is the structured object, paths start there.
+    results["list_items"] = {"content": [{"type": "text", "text": json.dumps({"items": ITEMS})}],
+                             "structuredContent": {"items": ITEMS}}
     assert ok(await run(eng, "list_items", fields=["items.id"])) == {"items": [{"id": 1}, {"id": 2}]}
+    assert err(await run(eng, "list_items", fields=["structuredContent.items.id"]))["code"] == "VALIDATION_INVALID_VALUE"
     # An empty array: nothing to check names against, nothing to select.
     results["list_items"] = text([])
     assert ok(await run(eng, "list_items", fields=["anything"])) == []
