@@ -370,7 +370,7 @@ class OpenAPIRuntime(EngineHolderBase):
             elif loc == "query":
                 query[arg] = json.dumps(value) if isinstance(value, dict) else value
             elif loc == "header":
-                headers[arg] = header_value(arg, value)
+                headers[arg] = header_value(arg, value, param_name(arg))
             elif loc == "body-field":
                 body[arg] = value
             elif loc == "body":

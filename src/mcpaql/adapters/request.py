@@ -140,15 +140,17 @@ def build_url(base: httpx.URL, template: str, values: Mapping[str, str], operati
     return url
 
 
-def header_value(name: str, value: Any) -> str:
-    """A header argument as a field value; refuses what could split or re-frame the request."""
+def header_value(name: str, value: Any, label: str | None = None) -> str:
+    """A header argument (HTTP name ``name``, parameter ``label``) as a field value; refuses what
+    could split or re-frame the request."""
     text = value if isinstance(value, str) else json.dumps(value) if isinstance(value, dict | list) else path_text(value)
+    label = label or name
     if name.lower() in RESERVED_HEADERS or not _HEADER_NAME.match(name):
-        raise invalid_value(name, "header", "cannot be sent: the header name is reserved for the HTTP connection")
+        raise invalid_value(label, "header", f"cannot be sent: header '{name}' is reserved for the HTTP connection")
     if _HEADER_BAD.search(text):
-        raise invalid_value(name, "header_value", "must not contain CR, LF or other control characters")
+        raise invalid_value(label, "header_value", f"must not contain CR, LF or other control characters (header '{name}')")
     if not text.isascii():
-        raise invalid_value(name, "header_value", "must be ASCII text: HTTP header values are bytes")
+        raise invalid_value(label, "header_value", f"must be ASCII text (header '{name}'): HTTP header values are bytes")
     return text
 
 

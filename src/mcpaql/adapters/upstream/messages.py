@@ -16,7 +16,7 @@ went wrong, in the upstream's words) and drops the rest, in this order:
    root (``/srv/``, ``/home/``, ``/usr/``…) or naming a source file (``.py``, ``.js``…). A path the
    caller itself passed in the call's arguments is kept: the model already knows it and needs it
    to understand ``no such file``;
-6. secrets once more (decoding HTML/JSON can reveal one), whitespace collapsed, then clipped.
+6. secrets once more (decoding HTML/JSON or collapsing whitespace can reveal one), then clipped.
 """
 
 from __future__ import annotations
@@ -183,8 +183,7 @@ def summarise(text: str, *, redact: Redactor | None = None, keep: Iterable[str] 
     if _HTML.search(text):
         text = html_text(text)
     text = _json_summary(text) or strip_traces(text)
-    text = strip_paths(redact(text), keep)
-    text = " ".join(text.split())
+    text = redact(" ".join(strip_paths(redact(text), keep).split()))  # collapsing can rejoin a spaced secret
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
