@@ -121,9 +121,8 @@ def build_url(base: httpx.URL, template: str, values: Mapping[str, str], operati
         template = "/" + template
     route, _, literal_query = template.partition("?")
     base_path = base.raw_path.decode("ascii").split("?", 1)[0].rstrip("/")
-    url = httpx.URL(
-        str(base.copy_with(raw_path=b"/", query=None, fragment=None)).rstrip("/") + base_path + fill_template(template, values)
-    )
+    origin = f"{base.scheme}://{base.netloc.decode('ascii')}"
+    url = httpx.URL(origin + base_path + fill_template(template, values))
     want = len(route.split("/")) + len(base_path.split("/")) - 1
     got = url.raw_path.decode("ascii").split("?", 1)[0]
     if (
@@ -151,7 +150,7 @@ def header_value(name: str, value: Any, label: str | None = None) -> str:
         raise invalid_value(label, "header_value", f"must not contain CR, LF or other control characters (header '{name}')")
     if not text.isascii():
         raise invalid_value(label, "header_value", f"must be ASCII text (header '{name}'): HTTP header values are bytes")
-    return text
+    return text.strip(" \t")  # surrounding blanks are not part of a field value (RFC 9110 §5.5)
 
 
 __all__ = ["RESERVED_HEADERS", "build_url", "fill_template", "header_value", "path_segment", "path_text"]

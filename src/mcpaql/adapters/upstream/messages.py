@@ -16,7 +16,8 @@ went wrong, in the upstream's words) and drops the rest, in this order:
    root (``/srv/``, ``/home/``, ``/usr/``…) or naming a source file (``.py``, ``.js``…). A path the
    caller itself passed in the call's arguments is kept: the model already knows it and needs it
    to understand ``no such file``;
-6. secrets once more (decoding HTML/JSON or collapsing whitespace can reveal one), then clipped.
+6. object reprs (``<WriteUnixTransport closed=True … 0x7f…>``) become ``…``;
+7. secrets once more (decoding HTML/JSON or collapsing whitespace can reveal one), then clipped.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ _SOURCE_PATH = re.compile(
     r"(?<![\w:/.\-~%])/[^\s'\"<>()\[\]{},;:]*\.(?:py|pyc|js|mjs|cjs|ts|tsx|jsx|rb|java|go|php|cs|"
     r"rs|pl|so|dll|jar|class|kt|swift|ex|exs|erl|c|cc|cpp|h)\b(?::\d+(?::\d+)?)?"
 )
+_OBJECT_REPR = re.compile(r"<[A-Za-z_][\w.]*(?: [^<>\n]{0,300}?)?\b(?:at )?0x[0-9a-fA-F]+\s*>")
 _HTML = re.compile(r"<\s*(html|!doctype|body|head|div|p|h1|title|pre|center|table)\b", re.I)
 _DROP_ELEMENTS = re.compile(r"<(script|style|head)\b[^>]*>.*?</\1\s*>", re.I | re.S)
 _TITLE = re.compile(r"<title\b[^>]*>(.*?)</title\s*>", re.I | re.S)
@@ -183,6 +185,7 @@ def summarise(text: str, *, redact: Redactor | None = None, keep: Iterable[str] 
     if _HTML.search(text):
         text = html_text(text)
     text = _json_summary(text) or strip_traces(text)
+    text = " ".join(_OBJECT_REPR.sub("…", text).split())[: limit * 4]  # only the start can be shown
     text = redact(" ".join(strip_paths(redact(text), keep).split()))  # collapsing can rejoin a spaced secret
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
