@@ -89,8 +89,14 @@ def json_value(data: Any, tool: str) -> tuple[dict[str, Any] | list[dict[str, An
 
 
 def _is_content(data: Any) -> bool:
-    return isinstance(data, dict) and isinstance(data.get("content"), list) and set(data) <= {
-        "content", "structuredContent", "_meta"}
+    """True for the MCP result shape :func:`~.ops.result_data` returns (content blocks, each with
+    a ``type``), not for structured content that merely has a ``content`` key."""
+    if not (isinstance(data, dict) and isinstance(data.get("content"), list) and set(data) <= {
+            "content", "structuredContent", "_meta"}):
+        return False
+    blocks = data["content"]
+    return all(isinstance(b, Mapping) and isinstance(b.get("type"), str) for b in blocks) and bool(
+        blocks or len(data) > 1)
 
 
 def _parsed(text: str, tool: str) -> Any:
