@@ -122,6 +122,7 @@ def _doc(port: int, **extra: Any) -> dict[str, Any]:
                     "parameters": [
                         {"name": "X-Trace", "in": "header", "schema": {"type": "string"}},
                         {"name": "X-Api-Key", "in": "header", "schema": {"type": "string"}},
+                        {"name": "Host", "in": "header", "schema": {"type": "string"}},
                         {"name": "q", "in": "query", "schema": {"type": "string"}},
                     ],
                 },
@@ -308,6 +309,24 @@ def test_header_arguments_arrive_and_configured_headers_win(runtime: Any) -> Non
     assert urllib.parse.parse_qs(seen[0]["query"]) == {"q": ["line1\r\nline2 & ?#"]}  # query values: encoded whole
 
 
+def test_reserved_header_arguments_and_bad_configured_values_are_not_sent(
+    runtime: Any, api: tuple[int, Recorder, Recorder], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env, seen = call(runtime, "get_user_profile", user_id="u1", host="metadata.google.internal")
+    assert env["error"]["code"] == "VALIDATION_INVALID_VALUE" and "reserved" in env["error"]["message"] and seen == []
+    port, rec, _ = api
+    monkeypatch.setenv("INJECTED", "abc\r\nX-Evil: 1")
+
+    async def main() -> None:
+        async with serve_openapi(_doc(port), headers={"X-Key": "${INJECTED}"}) as rt:
+            before = len(rec.seen)
+            env = await rt.engine.execute({"operation": "get_user", "params": {"user_id": "u1"}}, Context(session=Session()))
+            assert env["error"]["code"] == "INTERNAL_ERROR" and "X-Key" in env["error"]["message"], env
+            assert "abc" not in env["error"]["message"] and rec.seen[before:] == []
+
+    anyio.run(main)
+
+
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=st.text(max_size=20))
 def test_property_header_values_arrive_exactly_or_are_refused(runtime: Any, value: str) -> None:
@@ -418,6 +437,8 @@ def test_cli_refuses_a_metadata_target_in_one_line(tmp_path: Path) -> None:
 def test_connect_time_check_stops_dns_rebinding(api: tuple[int, Recorder, Recorder], monkeypatch: pytest.MonkeyPatch) -> None:
     """The name resolves to a public address at start and to loopback when connecting: refused then."""
     port, rec, _ = api
+    for var in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)  # through a proxy the proxy would connect, not us
     real = socket.getaddrinfo
 
     def start_lookup(host: Any, *a: Any, **kw: Any) -> Any:
