@@ -270,6 +270,28 @@ def test_include_and_read_only_hold_against_dot_segments(api: tuple[int, Recorde
     anyio.run(main)
 
 
+@pytest.mark.anyio
+async def test_issue_reproduction_over_stdio_with_the_official_client(
+    api: tuple[int, Recorder, Recorder], tmp_path: Path
+) -> None:
+    """`mcpaql openapi doc --include getUserProfile --read-only`, called as a client would."""
+    from mcp import Client, StdioServerParameters
+
+    port, rec, _ = api
+    path = tmp_path / "users.json"
+    path.write_text(json.dumps(_doc(port)))
+    argv = ["-m", "mcpaql.cli", "openapi", str(path), "--include", "getUserProfile", "--read-only"]
+    async with Client(StdioServerParameters(command=sys.executable, args=argv), mode="legacy", cache=None) as c:
+        before = len(rec.seen)
+        for value in ("..", "%2e%2e/..", "．．"):
+            r = await c.call_tool("users_mcpaql_read", {"operation": "get_user_profile", "params": {"user_id": value}})
+            env = json.loads(r.content[0].text)
+            assert env["error"]["code"] == "VALIDATION_INVALID_VALUE", env
+        assert rec.seen[before:] == []
+        r = await c.call_tool("users_mcpaql_read", {"operation": "get_user_profile", "params": {"user_id": "a/b"}})
+        assert json.loads(r.content[0].text)["data"] == {"path": "/v1/users/a%2Fb/profile"}
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     value=st.text(max_size=24)
