@@ -337,6 +337,9 @@ def test_reserved_header_arguments_and_bad_configured_values_are_not_sent(
     env, seen = call(runtime, "get_user_profile", user_id="u1", host="metadata.google.internal")
     assert env["error"]["code"] == "VALIDATION_INVALID_VALUE" and "reserved" in env["error"]["message"] and seen == []
     port, rec, _ = api
+    for bad in ({"Bad Name": "x"}, {"X-Key": "a\r\nX-Evil: 1"}, {"X-Key": "ключ"}):
+        with pytest.raises(OpenAPIError, match="--header"):
+            OpenAPIRuntime(load_document(_doc(port)), headers=bad)  # refused at start, one line
     monkeypatch.setenv("INJECTED", "abc\r\nX-Evil: 1")
 
     async def main() -> None:

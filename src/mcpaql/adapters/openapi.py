@@ -39,7 +39,7 @@ from ..protocol.errors import MCPAQLError
 from ..protocol.registry import Registry, SchemaError
 from .holder import EngineHolderBase
 from .http import http_error
-from .request import build_url, header_value, path_segment
+from .request import build_url, header_problem, header_value, path_segment
 from .targets import GuardedTransport, TargetPolicy, is_local_source, proxied, refused_by
 from .upstream.messages import Redactor, argument_strings
 from .upstream.ops import param_name
@@ -60,7 +60,6 @@ _ANNOTATIONS: dict[str, dict[str, bool]] = {
 _JSON_MEDIA = re.compile(r"^application/([a-z0-9.+-]*\+)?json\b", re.I)
 _FORM_MEDIA = "application/x-www-form-urlencoded"
 MAX_REDIRECTS = 5
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 # Configured headers that describe the client rather than authenticate it (not redacted).
 _PLAIN_HEADERS = frozenset({"accept", "accept-language", "content-type", "user-agent", "cache-control"})
 
@@ -298,6 +297,10 @@ class OpenAPIRuntime(EngineHolderBase):
         self.policy = target_policy(api, base_url, allow_private_targets)
         self._base = _checked_base(self.base_url, self.policy)
         self.headers = dict(headers or {})
+        for k, v in self.headers.items():
+            problem = header_problem(k, re.sub(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", "", v))
+            if problem:
+                raise OpenAPIError(f"--header {problem}")
         self.config = config
         self.select = {"read_only": read_only, "include": tuple(include), "exclude": tuple(exclude)}
         self.timeout = timeout
@@ -338,9 +341,10 @@ class OpenAPIRuntime(EngineHolderBase):
                     log.warning("header %s not sent: environment variable(s) %s unset", k, ", ".join(missing))
                 continue
             value = expand_env(v).strip()
-            if _CONTROL.search(value) or not value.isascii():
-                raise MCPAQLError("INTERNAL_ERROR", f"Internal error: 'the configured header {k} holds control or "
-                                  "non-ASCII characters; it was not sent'", {"retryable": False})
+            problem = header_problem(k, value)
+            if problem:  # the environment changed since start: say so, send nothing
+                raise MCPAQLError("INTERNAL_ERROR", f"Internal error: 'the configured {problem}; it was not sent'",
+                                  {"retryable": False})
             out[k] = value
         return out
 

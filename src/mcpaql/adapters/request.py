@@ -139,6 +139,17 @@ def build_url(base: httpx.URL, template: str, values: Mapping[str, str], operati
     return url
 
 
+def header_problem(name: str, text: str) -> str | None:
+    """Why ``name: text`` cannot be sent as a header field (None when it can)."""
+    if not _HEADER_NAME.match(name):
+        return f"'{name}' is not a valid header name"
+    if _HEADER_BAD.search(text):
+        return f"header '{name}' holds CR, LF or other control characters"
+    if not text.isascii():
+        return f"header '{name}' holds non-ASCII characters"
+    return None
+
+
 def header_value(name: str, value: Any, label: str | None = None) -> str:
     """A header argument (HTTP name ``name``, parameter ``label``) as a field value; refuses what
     could split or re-frame the request."""
@@ -153,4 +164,4 @@ def header_value(name: str, value: Any, label: str | None = None) -> str:
     return text.strip(" \t")  # surrounding blanks are not part of a field value (RFC 9110 §5.5)
 
 
-__all__ = ["RESERVED_HEADERS", "build_url", "fill_template", "header_value", "path_segment", "path_text"]
+__all__ = ["RESERVED_HEADERS", "build_url", "fill_template", "header_problem", "header_value", "path_segment", "path_text"]
