@@ -40,8 +40,9 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
     return None
 
 
-def http_error(resp: httpx.Response, operation: str, *, redact: Redactor | None = None, keep: Iterable[str] = (),
-               origin: str | None = None) -> MCPAQLError:
+def http_error(
+    resp: httpx.Response, operation: str, *, redact: Redactor | None = None, keep: Iterable[str] = (), origin: str | None = None
+) -> MCPAQLError:
     """A target-API error response as an MCPAQLError named after ``operation`` (the exposed
     name; ``origin`` is the document's): the status decides the code (REQ-ERR-007), the body
     tells a missing parameter from a bad one (REQ-ERR-008), and a rate-limited response (429,
@@ -50,8 +51,9 @@ def http_error(resp: httpx.Response, operation: str, *, redact: Redactor | None 
     status = resp.status_code
     limited = status == 429 or (status == 403 and (resp.headers.get("x-ratelimit-remaining") or "").strip() == "0")
     lead = f"HTTP {status} {resp.reason_phrase}".rstrip()
-    err = upstream_error(resp.text, tool=operation, status=429 if limited else status, redact=redact, keep=keep,
-                         lead=lead, origin=origin)
+    err = upstream_error(
+        resp.text, tool=operation, status=429 if limited else status, redact=redact, keep=keep, lead=lead, origin=origin
+    )
     wait = retry_after_seconds(resp.headers) if limited or status == 503 else None
     if wait is not None:
         err.details = {**(err.details or {}), "retry_after_seconds": wait}

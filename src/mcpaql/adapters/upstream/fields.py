@@ -91,12 +91,14 @@ def json_value(data: Any, tool: str) -> tuple[dict[str, Any] | list[dict[str, An
 def _is_content(data: Any) -> bool:
     """True for the MCP result shape :func:`~.ops.result_data` returns (content blocks, each with
     a ``type``), not for structured content that merely has a ``content`` key."""
-    if not (isinstance(data, dict) and isinstance(data.get("content"), list) and set(data) <= {
-            "content", "structuredContent", "_meta"}):
+    if not (
+        isinstance(data, dict)
+        and isinstance(data.get("content"), list)
+        and set(data) <= {"content", "structuredContent", "_meta"}
+    ):
         return False
     blocks = data["content"]
-    return all(isinstance(b, Mapping) and isinstance(b.get("type"), str) for b in blocks) and bool(
-        blocks or len(data) > 1)
+    return all(isinstance(b, Mapping) and isinstance(b.get("type"), str) for b in blocks) and bool(blocks or len(data) > 1)
 
 
 def _parsed(text: str, tool: str) -> Any:
@@ -122,8 +124,9 @@ def _not_json(tool: str, got: str) -> Exception:
     )
 
 
-def known_paths(records: list[dict[str, Any]], output_schema: Mapping[str, Any] | None = None,
-                schema_prefix: str = "") -> list[str]:
+def known_paths(
+    records: list[dict[str, Any]], output_schema: Mapping[str, Any] | None = None, schema_prefix: str = ""
+) -> list[str]:
     """The leaf paths declared by ``output_schema`` (below ``schema_prefix``) or present in the
     records, first seen first.
 
