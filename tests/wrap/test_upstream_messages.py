@@ -38,6 +38,9 @@ from mcpaql.protocol.errors import MCPAQLError
         ("'abc' is not a valid date", "VALIDATION_INVALID_VALUE"),
         ("value must be a string", "VALIDATION_INVALID_TYPE"),
         ("expected number, received string", "VALIDATION_INVALID_TYPE"),
+        ("Additional properties are not allowed ('colour' was unexpected)", "VALIDATION_UNKNOWN_PARAM"),
+        ("get_item() got an unexpected keyword argument 'colour'", "VALIDATION_UNKNOWN_PARAM"),
+        ("Unrecognized key(s) in object: 'colour'", "VALIDATION_UNKNOWN_PARAM"),
         # permission (server-filesystem, server-postgres, mcp-server-duckdb, git)
         ("Error: path /etc/passwd not in allowed list", "PERMISSION_DENIED"),
         ("cannot execute CREATE TABLE in a read-only transaction", "PERMISSION_DENIED"),
@@ -61,6 +64,7 @@ def test_status_still_decides_for_http_apis() -> None:
     # REQ-ERR-007: a 5xx is INTERNAL_ERROR whatever its body says; a 4xx body only picks missing vs invalid.
     assert code_for_message("permission denied", 500) == "INTERNAL_ERROR"
     assert code_for_message("name is required", 422) == "VALIDATION_MISSING_PARAM"
+    assert code_for_message('{"detail": "extra fields not permitted"}', 400) == "VALIDATION_UNKNOWN_PARAM"
     # a stack frame's file name does not decide the code
     assert upstream_error('Traceback (most recent call last):\n  File "/srv/not_found.py", line 1\n').code == "INTERNAL_ERROR"
 

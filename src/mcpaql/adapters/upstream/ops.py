@@ -226,6 +226,8 @@ def _joined_text(content: list[Mapping[str, Any]]) -> str:
 #   cannot / unable to find", ENOENT, "unknown repository/issue/file/entity/…";
 # * CONFLICT_ALREADY_EXISTS — "409", "already exists", EEXIST, "conflict";
 # * VALIDATION_MISSING_PARAM — "missing required", "required parameter/argument/property", "is required";
+# * VALIDATION_UNKNOWN_PARAM — "additional properties", "unexpected (keyword) argument", "unknown /
+#   unrecognized parameter/field/option", "extra fields not permitted";
 # * VALIDATION_INVALID_TYPE — a type named as expected ("must be a string", "expected … got …",
 #   "should be a valid integer", "wrong type", "TypeError");
 # * VALIDATION_INVALID_VALUE — a value outside its constraint ("must point to …", "must be one
@@ -235,7 +237,7 @@ def _joined_text(content: list[Mapping[str, Any]]) -> str:
 # * anything else → INTERNAL_ERROR.
 #
 # With a status (HTTP APIs) the status decides, as REQ-ERR-007's table says; for 400/422 the body
-# tells a missing parameter from a bad one (REQ-ERR-008).
+# tells a missing or unknown parameter from a bad one (REQ-ERR-008).
 
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(429|rate.?limit|too many requests|secondary rate)", re.I), "RATE_LIMIT_EXCEEDED"),
@@ -251,6 +253,9 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(409|already exists|EEXIST|conflict)", re.I), "CONFLICT_ALREADY_EXISTS"),
     (re.compile(r"\b(missing required|required (parameter|argument|property|field)|is required)", re.I),
      "VALIDATION_MISSING_PARAM"),
+    (re.compile(r"\b(additional propert(y|ies)|unexpected (keyword )?(argument|parameter|field|property)|"
+                r"unknown (parameter|argument|field|property|option)|unrecogni[sz]ed (key|field|argument|parameter|option)|"
+                r"extra (fields?|inputs?) (are )?not permitted)", re.I), "VALIDATION_UNKNOWN_PARAM"),
     (re.compile(r"\b((must|should) be (a |an )?(valid )?(string|number|integer|int|float|boolean|bool|array|list|object|"
                 r"dict|mapping)\b|expected .* (got|received)|wrong type|invalid type|TypeError)", re.I),
      "VALIDATION_INVALID_TYPE"),
@@ -264,14 +269,17 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
      "VALIDATION_INVALID_TYPE"),
 )
 _MISSING = next(p for p, code in _RULES if code == "VALIDATION_MISSING_PARAM")
+_UNKNOWN = next(p for p, code in _RULES if code == "VALIDATION_UNKNOWN_PARAM")
 
 
 def code_for_message(message: str, status: int | None = None) -> str:
     """REQ-ERR-007: HTTP status when known, else the message's wording (the rules above);
     unknown → INTERNAL_ERROR."""
     if status is not None:
-        if status in (400, 422):  # REQ-ERR-008: the body tells a missing parameter from a bad one
-            return "VALIDATION_MISSING_PARAM" if _MISSING.search(message) else "VALIDATION_INVALID_TYPE"
+        if status in (400, 422):  # REQ-ERR-008: the body tells a missing or unknown parameter from a bad one
+            if _MISSING.search(message):
+                return "VALIDATION_MISSING_PARAM"
+            return "VALIDATION_UNKNOWN_PARAM" if _UNKNOWN.search(message) else "VALIDATION_INVALID_TYPE"
         if status in (401, 403):
             return "PERMISSION_DENIED"
         if status == 404:
