@@ -389,6 +389,8 @@ def openapi(
     include: Annotated[list[str], typer.Option(help="Glob of operations to expose (repeatable)")] = [],  # noqa: B006
     exclude: Annotated[list[str], typer.Option(help="Glob of operations to hide (repeatable)")] = [],  # noqa: B006
     timeout: Annotated[float, typer.Option(help="Seconds an API call may take")] = 30.0,
+    allow_private_targets: Annotated[bool, typer.Option(
+        help="Allow API targets on link-local/metadata addresses, and private ones for a document fetched by URL")] = False,
     mode: ModeOpt = None,
     transport: TransportOpt = "stdio",
     host: HostOpt = "127.0.0.1",
@@ -413,7 +415,7 @@ def openapi(
         _fail("--timeout must be a number of seconds > 0")
     _serve_openapi(spec, cfg, transport, host, port, stateless, base_url=base_url, headers=_headers(header), name=name,
                    read_only=read_only, include=include, exclude=exclude, timeout=timeout,
-                   safety=_safety_config(safety, trust, safety_loop),
+                   allow_private_targets=allow_private_targets, safety=_safety_config(safety, trust, safety_loop),
                    channel=_channel(approval_page, approval_port, approval_host, approval_url_file))
 
 

@@ -222,6 +222,10 @@ async def test_rest_adapter_schema_runs(rest_api: str, tmp_path: Path) -> None:
         assert env["error"]["code"] == "NOT_FOUND_RESOURCE"
         env = await e.execute({"operation": "list_items", "params": {"limit": 0}}, new_ctx())
         assert env["error"]["code"] == "VALIDATION_INVALID_VALUE"
+        # A placeholder fills one segment: dot segments never move a call to another route.
+        for value in ("..", "%2e%2e", "../limited", "．．"):
+            env = await e.execute({"operation": "delete_item", "params": {"item_id": value}}, new_ctx())
+            assert env["error"]["code"] == "VALIDATION_INVALID_VALUE", (value, env)
         # REQ-RATE-008: the target API's own limits reach the model with how long to wait
         env = await e.execute({"operation": "limited_call"}, new_ctx())
         assert env["error"]["code"] == "RATE_LIMIT_EXCEEDED" and env["error"]["details"]["retry_after_seconds"] == 7

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from wrap_helpers import fixture_tools, new_ctx
 
 from mcpaql.adapters.upstream.fields import DESCRIPTION
@@ -188,9 +190,22 @@ async def test_result_shapes() -> None:
     # Several text blocks, each a JSON object → an array of them.
     results["list_items"] = {"content": [{"type": "text", "text": json.dumps(i)} for i in ITEMS]}
     assert ok(await run(eng, "list_items", fields=["id"])) == [{"id": 1}, {"id": 2}]
-    # Structured content wins over the text rendering.
-    results["list_items"] = {"content": [{"type": "text", "text": "two items"}], "structuredContent": {"items": ITEMS}}
+    # Text and structured content that say different things: `data` holds both, so `fields` paths
+    # start where `data` does — selection and validation agree on it.
+    both = {"content": [{"type": "text", "text": "two items"}], "structuredContent": {"items": ITEMS}}
+    results["list_items"] = both
+    assert ok(await run(eng, "list_items")) == both
+    assert ok(await run(eng, "list_items", fields=["structuredContent.items.id"])) == {
+        "structuredContent": {"items": [{"id": 1}, {"id": 2}]}}
+    assert ok(await run(eng, "list_items", fields=["content.text", "structuredContent.items.name"])) == {
+        "content": [{"text": "two items"}], "structuredContent": {"items": [{"name": "a"}, {"name": "b"}]}}
+    e = err(await run(eng, "list_items", fields=["items.id"]))  # relative to the structured part: not what data holds
+    assert e["details"]["unknown_fields"] == ["items.id"] and "structuredContent.items.id" in e["details"]["valid_fields"]
+    # Structured content that only repeats the text: `data` is the structured object, paths start there.
+    results["list_items"] = {"content": [{"type": "text", "text": json.dumps({"items": ITEMS})}],
+                             "structuredContent": {"items": ITEMS}}
     assert ok(await run(eng, "list_items", fields=["items.id"])) == {"items": [{"id": 1}, {"id": 2}]}
+    assert err(await run(eng, "list_items", fields=["structuredContent.items.id"]))["code"] == "VALIDATION_INVALID_VALUE"
     # An empty array: nothing to check names against, nothing to select.
     results["list_items"] = text([])
     assert ok(await run(eng, "list_items", fields=["anything"])) == []
@@ -211,6 +226,14 @@ async def test_output_schema_fields_are_valid_even_when_absent() -> None:
     assert ok(await run(eng, "get_typed", fields=["id", "meta.etag"])) == {"id": "r1"}
     e = err(await run(eng, "get_typed", fields=["etag"]))
     assert e["details"]["valid_fields"] == ["id", "note", "meta.etag"]
+    # With a text summary beside the structured content, the schema's fields sit under structuredContent.
+    eng = stub_engine({"get_typed": {"content": [{"type": "text", "text": "record r1"}],
+                                     "structuredContent": {"id": "r1"}}}, [])
+    assert ok(await run(eng, "get_typed", fields=["structuredContent.meta.etag", "structuredContent.id"])) == {
+        "structuredContent": {"id": "r1"}}
+    e = err(await run(eng, "get_typed", fields=["meta.etag"]))
+    assert {"structuredContent.id", "structuredContent.note", "structuredContent.meta.etag", "content.text"} <= set(
+        e["details"]["valid_fields"])
 
 
 async def test_an_upstream_fields_parameter_is_left_alone() -> None:
@@ -239,3 +262,32 @@ def test_capability_follows_the_served_operations() -> None:
     assert own.description != DESCRIPTION and own.schema["type"] == "array"
     assert "field_selection" not in github.registry.get("projects_list").extensions
     assert github.registry.get("get_me").extensions["field_selection"] is True
+
+
+# ---- property: selection and validation agree on what `data` holds -----------------------------
+
+_KEYS = st.sampled_from(["id", "name", "items", "meta", "owner", "tags", "content", "text", "v"])
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=5),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3), max_leaves=12)
+_RECORD = st.dictionaries(_KEYS, _JSON, min_size=1, max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(record=_RECORD, shape=st.sampled_from(["structured", "text", "both", "list"]))
+def test_property_every_listed_field_selects_and_full_is_data(record: dict[str, Any], shape: str) -> None:
+    from mcpaql.adapters.upstream.fields import json_value, known_paths, select
+    from mcpaql.adapters.upstream.ops import result_data
+
+    result = {
+        "structured": {"content": [{"type": "text", "text": json.dumps(record)}], "structuredContent": record},
+        "text": text(record),
+        "both": {"content": [{"type": "text", "text": "summary"}], "structuredContent": record},
+        "list": text([record, record]),
+    }[shape]
+    data = result_data(result, "op")
+    value, _ = json_value(data, "op")
+    expected = json.loads(data) if isinstance(data, str) else data
+    assert select(data, "full", "op") == expected  # `full` is exactly what data holds
+    records = [value] if isinstance(value, dict) else value
+    for path in known_paths(records):  # every field the error would list is accepted
+        select(data, [path], "op")

@@ -1,16 +1,20 @@
 """HTTP target APIs (adapter files' REST targets, OpenAPI documents): error responses as
-MCP-AQL errors, including the API's own rate limits (REQ-ERR-007/008, REQ-RATE-008)."""
+MCP-AQL errors, including the API's own rate limits (REQ-ERR-007/008, REQ-RATE-008).
+
+The message is ``HTTP <status> <reason>`` and a short safe preview of the body (secrets
+redacted, HTML reduced to text, traces and file paths dropped: :mod:`.upstream.messages`)."""
 
 from __future__ import annotations
 
 import email.utils
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import httpx
 
 from ..protocol.errors import MCPAQLError
+from .upstream.messages import Redactor
 from .upstream.ops import upstream_error
 
 
@@ -36,13 +40,20 @@ def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) ->
     return None
 
 
-def http_error(resp: httpx.Response, operation: str) -> MCPAQLError:
-    """A target-API error response as an MCPAQLError: the status decides the code (REQ-ERR-007),
-    and a rate-limited response (429, or 403 with ``X-RateLimit-Remaining: 0`` as GitHub sends it)
-    becomes ``RATE_LIMIT_EXCEEDED`` carrying ``retry_after_seconds`` when the API says it."""
+def http_error(
+    resp: httpx.Response, operation: str, *, redact: Redactor | None = None, keep: Iterable[str] = (), origin: str | None = None
+) -> MCPAQLError:
+    """A target-API error response as an MCPAQLError named after ``operation`` (the exposed
+    name; ``origin`` is the document's): the status decides the code (REQ-ERR-007), the body
+    tells a missing parameter from a bad one (REQ-ERR-008), and a rate-limited response (429,
+    or 403 with ``X-RateLimit-Remaining: 0`` as GitHub sends it) becomes ``RATE_LIMIT_EXCEEDED``
+    carrying ``retry_after_seconds`` when the API says it."""
     status = resp.status_code
     limited = status == 429 or (status == 403 and (resp.headers.get("x-ratelimit-remaining") or "").strip() == "0")
-    err = upstream_error(f"HTTP {status}: {resp.text[:400]}", tool=operation, status=429 if limited else status)
+    lead = f"HTTP {status} {resp.reason_phrase}".rstrip()
+    err = upstream_error(
+        resp.text, tool=operation, status=429 if limited else status, redact=redact, keep=keep, lead=lead, origin=origin
+    )
     wait = retry_after_seconds(resp.headers) if limited or status == 503 else None
     if wait is not None:
         err.details = {**(err.details or {}), "retry_after_seconds": wait}

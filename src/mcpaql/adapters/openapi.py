@@ -39,6 +39,10 @@ from ..protocol.errors import MCPAQLError
 from ..protocol.registry import Registry, SchemaError
 from .holder import EngineHolderBase
 from .http import http_error
+from .request import build_url, header_problem, header_value, path_segment
+from .targets import GuardedTransport, TargetPolicy, is_local_source, proxied, refused_by
+from .upstream.messages import Redactor, argument_strings
+from .upstream.ops import param_name
 from .upstream.runtime import expand_env
 from .upstream.wrap import build_registry, format_exclusions
 
@@ -55,6 +59,9 @@ _ANNOTATIONS: dict[str, dict[str, bool]] = {
 }
 _JSON_MEDIA = re.compile(r"^application/([a-z0-9.+-]*\+)?json\b", re.I)
 _FORM_MEDIA = "application/x-www-form-urlencoded"
+MAX_REDIRECTS = 5
+# Configured headers that describe the client rather than authenticate it (not redacted).
+_PLAIN_HEADERS = frozenset({"accept", "accept-language", "content-type", "user-agent", "cache-control"})
 
 
 class OpenAPIError(ValueError):
@@ -281,12 +288,19 @@ class OpenAPIRuntime(EngineHolderBase):
     def __init__(self, api: OpenAPIDocument, *, name: str | None = None, base_url: str | None = None,
                  headers: Mapping[str, str] | None = None, config: Config | None = None, read_only: bool = False,
                  include: Iterable[str] = (), exclude: Iterable[str] = (), timeout: float = 30.0,
-                 safety: Any = None, transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 safety: Any = None, transport: httpx.AsyncBaseTransport | None = None,
+                 allow_private_targets: bool = False) -> None:
         super().__init__(safety=safety)
         self.api = api
         self.name = name or (re.sub(r"[^a-z0-9]+", "-", api.title.lower()).strip("-") or "api")
         self.base_url = api.base_url(base_url)
+        self.policy = target_policy(api, base_url, allow_private_targets)
+        self._base = _checked_base(self.base_url, self.policy)
         self.headers = dict(headers or {})
+        for k, v in self.headers.items():
+            problem = header_problem(k, re.sub(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", "", v))
+            if problem:
+                raise OpenAPIError(f"--header {problem}")
         self.config = config
         self.select = {"read_only": read_only, "include": tuple(include), "exclude": tuple(exclude)}
         self.timeout = timeout
@@ -295,8 +309,16 @@ class OpenAPIRuntime(EngineHolderBase):
         self._warned: set[str] = set()
 
     async def _open(self, stack: contextlib.AsyncExitStack) -> None:
+        transport = self._transport
+        if transport is None and not self.policy.anything:
+            if proxied(self.base_url):
+                log.warning("API calls go through the environment's proxy: it, not mcpaql, checks the addresses "
+                            "it connects to (the base URL was checked at start)")
+            else:
+                transport = GuardedTransport(self.policy)
+        # Redirects are followed by call(), within the base URL's origin only.
         self._http = await stack.enter_async_context(
-            httpx.AsyncClient(timeout=self.timeout, transport=self._transport, follow_redirects=False))
+            httpx.AsyncClient(timeout=self.timeout, transport=transport, follow_redirects=False))
 
     def registry(self) -> Registry:
         excluded: list[dict[str, str]] = []
@@ -322,42 +344,65 @@ class OpenAPIRuntime(EngineHolderBase):
                     self._warned.add(k)
                     log.warning("header %s not sent: environment variable(s) %s unset", k, ", ".join(missing))
                 continue
-            out[k] = expand_env(v).strip()
+            value = expand_env(v).strip()
+            problem = header_problem(k, value)
+            if problem:  # the environment changed since start: say so, send nothing
+                raise MCPAQLError("INTERNAL_ERROR", f"Internal error: 'the configured {problem}; it was not sent'",
+                                  {"retryable": False})
+            out[k] = value
         return out
 
+    def _redactor(self) -> Redactor:
+        """Every configured header value that could be a credential (all but a few descriptive ones)."""
+        return Redactor(v for k, v in self._configured_headers().items() if k.lower() not in _PLAIN_HEADERS)
+
     async def call(self, tool: str, arguments: dict[str, Any], ctx: Context | None = None) -> dict[str, Any]:
-        """One HTTP request for operation ``tool``; the response as a CallToolResult-shaped dict."""
+        """One HTTP request for operation ``tool``; the response as a CallToolResult-shaped dict.
+
+        The request reaches exactly the operation's templated route on the base URL's origin
+        (:mod:`.request`), configured headers win over header arguments, redirects are followed
+        only within that origin (credentials never leave it), and errors name the exposed
+        operation with the body summarised and the configured secrets redacted."""
         route = self.api.routes[tool]
         assert self._http is not None, "the runtime is not open"
+        op = (ctx.operation if ctx is not None and ctx.operation else None) or param_name(tool)
         path_args: dict[str, str] = {}
         query: dict[str, Any] = {}
-        headers = self._configured_headers()
+        headers: dict[str, str] = {}
         body: dict[str, Any] = {}
         whole: Any = None
         for arg, value in arguments.items():
             loc = route.where.get(arg)
             if loc == "path":
-                path_args[arg] = urllib.parse.quote(str(value), safe="")
+                path_args[arg] = path_segment(param_name(arg), value)
             elif loc == "query":
                 query[arg] = json.dumps(value) if isinstance(value, dict) else value
             elif loc == "header":
-                headers[arg] = str(value)
+                headers[arg] = header_value(arg, value, param_name(arg))
             elif loc == "body-field":
                 body[arg] = value
             elif loc == "body":
                 whole = value
-        url = self.base_url + re.sub(r"{([^}]+)}", lambda m: path_args.get(m.group(1), m.group(0)), route.path)
+        configured = self._configured_headers()
+        lowered = {k.lower() for k in configured}
+        headers = {**{k: v for k, v in headers.items() if k.lower() not in lowered}, **configured}
+        url = build_url(self._base, route.path, path_args, op)
         payload = whole if whole is not None else (body or None)
         kw: dict[str, Any] = {"params": query or None, "headers": headers}
         if payload is not None:
             kw["json" if route.body_media != _FORM_MEDIA else "data"] = payload
         try:
             resp = await self._http.request(route.method, url, **kw)
+            resp = await self._same_origin_redirects(resp, op)
         except httpx.HTTPError as e:
+            refused = refused_by(e)
+            if refused:
+                raise MCPAQLError("PERMISSION_DENIED", f"{op}: the API address was refused: {refused}",
+                                  {"operation": op, "upstream_tool": tool}) from None
             raise MCPAQLError("INTERNAL_ERROR", f"Internal error: 'request to the API failed ({type(e).__name__})'",
-                              {"operation": tool, "retryable": True}) from None
+                              {"operation": op, "retryable": True}) from None
         if resp.status_code >= 400:
-            raise http_error(resp, tool)
+            raise http_error(resp, op, redact=self._redactor(), keep=argument_strings(arguments), origin=tool)
         if not resp.content:
             return {"content": []}
         if _JSON_MEDIA.match(resp.headers.get("content-type", "")):
@@ -367,6 +412,50 @@ class OpenAPIRuntime(EngineHolderBase):
                 return {"content": [{"type": "text", "text": resp.text}]}
             return {"content": [{"type": "text", "text": resp.text}], "structuredContent": data}
         return {"content": [{"type": "text", "text": resp.text}]}
+
+    async def _same_origin_redirects(self, resp: httpx.Response, op: str) -> httpx.Response:
+        """Follow up to :data:`MAX_REDIRECTS` redirects that stay on the base URL's origin; one to
+        another origin is an error (never followed: it would carry the configured credentials)."""
+        assert self._http is not None
+        for _ in range(MAX_REDIRECTS):
+            nxt = resp.next_request
+            if nxt is None:
+                return resp
+            if (nxt.url.scheme, nxt.url.host, nxt.url.port) != (self._base.scheme, self._base.host, self._base.port):
+                await resp.aclose()
+                raise MCPAQLError("PERMISSION_DENIED",
+                                  f"{op}: the API redirected to another origin '{nxt.url.scheme}://{nxt.url.netloc.decode()}'; "
+                                  "not followed, so the configured credentials stay with "
+                                  f"'{self._base.scheme}://{self._base.netloc.decode()}'",
+                                  {"operation": op, "http_status": resp.status_code})
+            await resp.aclose()
+            resp = await self._http.send(nxt)
+        if resp.next_request is not None:
+            raise MCPAQLError("INTERNAL_ERROR", f"Internal error: 'the API redirected more than {MAX_REDIRECTS} times'",
+                              {"operation": op, "retryable": False})
+        return resp
+
+
+def target_policy(api: OpenAPIDocument, base_url: str | None, allow_private_targets: bool) -> TargetPolicy:
+    """Private/loopback targets are the operator's choice when they gave ``--base-url`` or the
+    document came from this machine or network; ``--allow-private-targets`` allows anything
+    (:mod:`.targets`)."""
+    return TargetPolicy(private=bool(base_url) or is_local_source(api.origin), anything=allow_private_targets)
+
+
+def _checked_base(base_url: str, policy: TargetPolicy) -> httpx.URL:
+    """The base URL, refused at start (one line) when it is not http(s) or not an allowed target."""
+    try:
+        url = httpx.URL(base_url)
+    except httpx.InvalidURL:
+        raise OpenAPIError(f"the API base URL '{base_url}' is not a valid URL") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise OpenAPIError(f"the API base URL '{base_url}' must be an http(s) URL")
+    why = policy.check_host(url.host, url.port)
+    if why:
+        raise OpenAPIError(f"refusing the API target {url.scheme}://{url.netloc.decode()}: {why}; "
+                           "pass --allow-private-targets if you mean it")
+    return url
 
 
 def serve_openapi(source: str | Path | Mapping[str, Any], **kw: Any) -> OpenAPIRuntime:

@@ -40,7 +40,9 @@ from ...protocol.registry import NAME_RE, Registry, SchemaError
 from ...safety.install import SafetyConfig
 from ..holder import EngineHolderBase
 from ..http import http_error
+from ..request import build_url, path_segment
 from ..upstream.classify import Classification
+from ..upstream.messages import Redactor, argument_strings
 from ..upstream.ops import CTX_PARAM, CallFn, spec_from_tool
 from ..upstream.runtime import Upstream, UpstreamSpec
 from .bundle import argv_from_stdio_url
@@ -325,7 +327,9 @@ class AdapterSchema:
 
         async def handler(**kwargs: Any) -> Any:
             kwargs.pop(CTX_PARAM, None)
-            url = base + re.sub(r"{([^}]+)}", lambda mm: urllib.parse.quote(str(kwargs[mm.group(1)]), safe=""), path)
+            # One segment per placeholder, dot segments refused: the route is the one the file names.
+            url = build_url(httpx.URL(base), path, {k: path_segment(k, kwargs[k]) for k in placeholders if k in kwargs},
+                            name)
             rest = {k: v for k, v in kwargs.items() if k not in placeholders}
             client = http or httpx.AsyncClient(timeout=30)
             try:
@@ -340,7 +344,7 @@ class AdapterSchema:
                 if http is None:
                     await client.aclose()
             if resp.status_code >= 400:
-                raise http_error(resp, name)
+                raise http_error(resp, name, redact=Redactor(headers.values()), keep=argument_strings(kwargs))
             if not resp.content:
                 return None
             try:

@@ -2,10 +2,12 @@
 
 Every wrapped READ operation gets an optional ``fields`` parameter (unless the upstream tool
 already has one). Without it the result is exactly what :func:`~.ops.result_data` makes of
-the upstream's. With it, the result's JSON — the structured content, else text content that
-parses as JSON — is projected with the shared :class:`~mcpaql.protocol.collections.fields.FieldSelector`:
-an object is one record, an array is projected item by item, and dotted paths reach into
-nested objects and arrays of objects.
+the upstream's. With it, the JSON that result holds (paths are relative to ``data`` as returned
+without ``fields``: the structured content, text that parses as JSON, or — when text and
+structured content say different things — both, as ``structuredContent.…``) is projected with
+the shared :class:`~mcpaql.protocol.collections.fields.FieldSelector`: an object is one record,
+an array is projected item by item, and dotted paths reach into nested objects and arrays of
+objects.
 
 The upstream declares no field list, so the selector is built per call from what is known:
 the tool's ``outputSchema`` and the fields present in the result. A path found in neither is
@@ -46,35 +48,64 @@ def wants_fields(params: Iterable[ParamSpec]) -> bool:
     return not any(p.name == FIELDS or p.target == FIELDS for p in params)
 
 
-def select(result: Mapping[str, Any], fields: Any, tool: str, output_schema: Mapping[str, Any] | None = None) -> Any:
-    """The projected JSON of a CallToolResult (wire dict; ``isError`` already handled)."""
-    value = json_value(result, tool)
+def select(data: Any, fields: Any, tool: str, output_schema: Mapping[str, Any] | None = None) -> Any:
+    """The projected JSON of ``data`` — what :func:`~.ops.result_data` made of the upstream's
+    result, so paths are relative to what the model sees without ``fields``."""
+    value, schema_prefix = json_value(data, tool)
     records = [value] if isinstance(value, dict) else value
-    known = known_paths(records, output_schema)
+    known = known_paths(records, output_schema, schema_prefix)
     selector = FieldSelector(known or None, presets=presets(records), default="full", path_pattern=JSON_PATH)
     apply = selector.resolve(fields).compile()
     projected = [apply(r, None) for r in records]
     return projected[0] if isinstance(value, dict) else projected
 
 
-def json_value(result: Mapping[str, Any], tool: str) -> dict[str, Any] | list[dict[str, Any]]:
-    """Structured content, else the text content parsed as JSON: an object or an array of objects."""
-    structured = result.get("structuredContent")
-    if structured is not None:
-        return _records_or_raise(structured, tool, "structured content")
-    content = list(result.get("content") or [])
-    if not content:
+def json_value(data: Any, tool: str) -> tuple[dict[str, Any] | list[dict[str, Any]], str]:
+    """The JSON that ``data`` holds — an object or an array of objects — and where the tool's
+    ``outputSchema`` (which describes ``structuredContent``) sits in it.
+
+    * structured content alone (its text only repeated it): that object, schema at the top;
+    * text: the text parsed as JSON (one block, or an array of the blocks when several);
+    * text *and* structured content that says something else: ``data`` is both, so paths start
+      with ``structuredContent.`` (or ``content.``), as the model sees them;
+    * images, audio, resources, plain text: refused (nothing to select from).
+    """
+    if data is None:
         raise _not_json(tool, "an empty result")
-    other = sorted({str(b.get("type")) for b in content if b.get("type") != "text"})
-    if other:
-        raise _not_json(tool, f"{', '.join(other)} content")
-    values = []
-    for block in content:
-        try:
-            values.append(json.loads(str(block.get("text", ""))))
-        except ValueError:
-            raise _not_json(tool, "plain text") from None
-    return _records_or_raise(values[0] if len(values) == 1 else values, tool, "JSON")
+    if isinstance(data, str):
+        return _records_or_raise(_parsed(data, tool), tool, "JSON"), ""
+    if _is_content(data):
+        if "structuredContent" in data:
+            return dict(data), "structuredContent."
+        content = data["content"]
+        other = sorted({str(b.get("type")) for b in content if not isinstance(b, Mapping) or b.get("type") != "text"})
+        if other:
+            raise _not_json(tool, f"{', '.join(other)} content")
+        if not content:
+            raise _not_json(tool, "an empty result")
+        values = [_parsed(str(b.get("text", "")), tool) for b in content]
+        return _records_or_raise(values[0] if len(values) == 1 else values, tool, "JSON"), ""
+    return _records_or_raise(data, tool, "structured content"), ""
+
+
+def _is_content(data: Any) -> bool:
+    """True for the MCP result shape :func:`~.ops.result_data` returns (content blocks, each with
+    a ``type``), not for structured content that merely has a ``content`` key."""
+    if not (
+        isinstance(data, dict)
+        and isinstance(data.get("content"), list)
+        and set(data) <= {"content", "structuredContent", "_meta"}
+    ):
+        return False
+    blocks = data["content"]
+    return all(isinstance(b, Mapping) and isinstance(b.get("type"), str) for b in blocks) and bool(blocks or len(data) > 1)
+
+
+def _parsed(text: str, tool: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise _not_json(tool, "plain text") from None
 
 
 def _records_or_raise(value: Any, tool: str, what: str) -> dict[str, Any] | list[dict[str, Any]]:
@@ -93,8 +124,11 @@ def _not_json(tool: str, got: str) -> Exception:
     )
 
 
-def known_paths(records: list[dict[str, Any]], output_schema: Mapping[str, Any] | None = None) -> list[str]:
-    """The leaf paths declared by ``output_schema`` or present in the records, first seen first.
+def known_paths(
+    records: list[dict[str, Any]], output_schema: Mapping[str, Any] | None = None, schema_prefix: str = ""
+) -> list[str]:
+    """The leaf paths declared by ``output_schema`` (below ``schema_prefix``) or present in the
+    records, first seen first.
 
     Only leaves are listed: :meth:`FieldSelector.is_known` accepts their parents and anything
     below a leaf (an empty array, a list of strings, the depth limit), so a misspelt name
@@ -102,7 +136,7 @@ def known_paths(records: list[dict[str, Any]], output_schema: Mapping[str, Any] 
     """
     out: dict[str, None] = {}
     if output_schema:
-        _schema_paths(resolve(dict(output_schema), "Output"), "", 1, out)
+        _schema_paths(resolve(dict(output_schema), "Output"), schema_prefix, 1 + schema_prefix.count("."), out)
     for r in records:
         _record_paths(r, "", 1, out)
     parents = {p[:i] for p in out for i, ch in enumerate(p) if ch == "."}

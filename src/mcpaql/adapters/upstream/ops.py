@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from ...protocol.categories import Category
@@ -30,6 +30,7 @@ from ...protocol.registry import NAME_RE
 from ...protocol.schema import pascal, resolve
 from .classify import Classification, classify, snake_name
 from .fields import FIELDS, fields_param, select, wants_fields
+from .messages import MAX_INPUT, Redactor, argument_strings, strip_traces, summarise
 
 CTX_PARAM = "_mcpaql_ctx"
 RESULT_TYPE = TypeRef("ToolResult", "object")
@@ -111,9 +112,12 @@ def spec_from_tool(
     async def handler(**kwargs: Any) -> Any:
         ctx: Context = kwargs.pop(CTX_PARAM)
         fields = kwargs.pop(FIELDS, None) if selectable else None
-        result = await call(tool_name, kwargs, ctx)
-        data = result_data(result, tool_name)  # raises for isError results
-        return data if fields is None else select(result, fields, tool_name, output_schema)
+        try:
+            result = await call(tool_name, kwargs, ctx)
+        except MCPAQLError as e:
+            raise renamed(e, tool_name, op_name) from None
+        data = result_data(result, op_name, keep=argument_strings(kwargs), origin=tool_name)  # raises for isError
+        return data if fields is None else select(data, fields, op_name, output_schema)
 
     return OperationSpec(
         name=op_name,
@@ -152,11 +156,13 @@ def _text_repeats(text: str, structured: Any) -> bool:
     return isinstance(structured, dict) and len(structured) == 1 and parsed == next(iter(structured.values()))
 
 
-def result_data(result: Mapping[str, Any], tool: str = "") -> Any:
-    """Envelope ``data`` for a CallToolResult (wire dict); raises for ``isError`` results."""
+def result_data(result: Mapping[str, Any], tool: str = "", *, keep: Iterable[str] = (), origin: str | None = None) -> Any:
+    """Envelope ``data`` for a CallToolResult (wire dict); raises for ``isError`` results (named
+    ``tool``, the exposed operation; paths in ``keep``, the call's arguments, stay in the message)."""
     content = list(result.get("content") or [])
     if result.get("isError"):
-        raise upstream_error(_joined_text(content) or "the upstream tool reported an error", tool=tool)
+        raise upstream_error(_joined_text(content) or "the upstream tool reported an error", tool=tool, keep=keep,
+                             origin=origin)
     structured = result.get("structuredContent")
     meta = result.get("_meta")
     if structured is not None and not meta and all(
@@ -192,33 +198,91 @@ def data_content(data: Any) -> tuple[list[dict[str, Any]], Any]:
     return [], data
 
 
+def renamed(e: MCPAQLError, origin: str, name: str) -> MCPAQLError:
+    """``e`` with the upstream's name for an operation replaced by the exposed one in its message
+    (the lane raises with the name it called; the model only knows ``name``)."""
+    if origin == name:
+        return e
+    for old, new in ((f"upstream tool {origin} failed", f"upstream tool {name} failed"), (f"{origin}: ", f"{name}: ")):
+        if old in e.message:
+            e.message = e.message.replace(old, new, 1)
+            e.args = (e.message,)
+            break
+    return e
+
+
 def _joined_text(content: list[Mapping[str, Any]]) -> str:
     return "\n".join(str(b.get("text", "")) for b in content if b.get("type") == "text").strip()
 
 
 # ---- errors (REQ-ERR-007) --------------------------------------------------------------------
+#
+# Without an HTTP status the upstream's words decide (wrapped MCP tools, JSON-RPC errors). The
+# rules are tried in order and the first match wins; each names what it recognises:
+#
+# * RATE_LIMIT_EXCEEDED — "429", "rate limit", "too many requests";
+# * PERMISSION_DENIED — "401"/"403", "unauthorized", "forbidden", "permission denied", "access
+#   denied", "not permitted", EACCES/EPERM, "outside (the) allowed …", "not in (the) allowed list",
+#   "<path|host|command|…> is not allowed", "read-only transaction/mode/database/file system",
+#   "insufficient permissions/privileges/scope", "bad credentials", "requires authentication";
+# * NOT_FOUND_RESOURCE — "404", "not found", "no such (file…)", "does not exist", "could not /
+#   cannot / unable to find", ENOENT, "unknown repository/issue/file/entity/…";
+# * CONFLICT_ALREADY_EXISTS — "409", "already exists", EEXIST, "conflict";
+# * VALIDATION_MISSING_PARAM — "missing required", "required parameter/argument/property", "is required";
+# * VALIDATION_UNKNOWN_PARAM — "additional properties", "unexpected (keyword) argument", "unknown /
+#   unrecognized parameter/field/option", "extra fields not permitted";
+# * VALIDATION_INVALID_TYPE — a type named as expected ("must be a string", "expected … got …",
+#   "should be a valid integer", "wrong type", "TypeError");
+# * VALIDATION_INVALID_VALUE — a value outside its constraint ("must point to …", "must be one
+#   of / between / at least …", "is not one of", "not a valid …", "out of range", "unsupported
+#   file type/format/extension", "invalid value/format/path/url/date…", "too long/short/large");
+# * VALIDATION_INVALID_TYPE — any other "invalid", "validation", "malformed", "bad request", "400"/"422";
+# * anything else → INTERNAL_ERROR.
+#
+# With a status (HTTP APIs) the status decides, as REQ-ERR-007's table says; for 400/422 the body
+# tells a missing or unknown parameter from a bad one (REQ-ERR-008).
 
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(429|rate.?limit|too many requests|secondary rate)", re.I), "RATE_LIMIT_EXCEEDED"),
     (re.compile(r"\b(401|403|unauthori[sz]ed|forbidden|permission denied|access denied|not permitted|EACCES|EPERM|"
-                r"outside (the )?allowed|bad credentials|requires authentication)", re.I), "PERMISSION_DENIED"),
-    (re.compile(r"\b(404|not found|no such|does not exist|doesn't exist|ENOENT|unknown (repository|issue|file))", re.I),
-     "NOT_FOUND_RESOURCE"),
+                r"outside (of )?(the )?allowed|not (in|on) (the |an? )?(allowed|allow) ?list|"
+                r"(path|directory|file|host|domain|url|command|operation|action|access|writes?|method) (is |are )?not allowed|"
+                r"read[- ]only (transaction|mode|database|connection|file ?system|session|replica|access)|"
+                r"in read[- ]only mode|insufficient (permission|privilege|scope|access)|bad credentials|"
+                r"requires authentication)", re.I), "PERMISSION_DENIED"),
+    (re.compile(r"\b(404|not found|no such|does not exist|doesn't exist|do not exist|could not find|"
+                r"can ?not find|unable to find|ENOENT|unknown (repository|issue|file|entity|node|user|project|table|"
+                r"database|resource|document|sheet|worksheet))", re.I), "NOT_FOUND_RESOURCE"),
     (re.compile(r"\b(409|already exists|EEXIST|conflict)", re.I), "CONFLICT_ALREADY_EXISTS"),
-    (re.compile(r"\b(missing required|required (parameter|argument|property)|is required)", re.I),
+    (re.compile(r"\b(missing required|required (parameter|argument|property|field)|is required)", re.I),
      "VALIDATION_MISSING_PARAM"),
+    (re.compile(r"\b(additional propert(y|ies)|unexpected (keyword )?(argument|parameter|field|property)|"
+                r"unknown (parameter|argument|field|property|option)|unrecogni[sz]ed (key|field|argument|parameter|option)|"
+                r"extra (fields?|inputs?) (are )?not permitted)", re.I), "VALIDATION_UNKNOWN_PARAM"),
+    (re.compile(r"\b((must|should) be (a |an )?(valid )?(string|number|integer|int|float|boolean|bool|array|list|object|"
+                r"dict|mapping)\b|expected .* (got|received)|wrong type|invalid type|TypeError)", re.I),
+     "VALIDATION_INVALID_TYPE"),
+    (re.compile(r"\b(must (point to|refer to|reference|match|be (one of|between|at (least|most)|less|greater|"
+                r"positive|negative|non-?empty|an? \w+ (file|path|url|id|name|value|range|address)))|is not one of|"
+                r"not an? valid|out of (range|bounds)|unsupported (file )?(type|format|extension|value)|"
+                r"invalid (value|format|range|path|url|uri|date|time|email|extension|cell|reference|name|id)|"
+                r"too (long|short|large|small|many|few)|exceeds (the )?(maximum|limit))", re.I),
+     "VALIDATION_INVALID_VALUE"),
     (re.compile(r"\b(400|422|invalid|validation|must be|expected .* (got|received)|malformed|bad request)", re.I),
      "VALIDATION_INVALID_TYPE"),
 )
-_MAX_MESSAGE = 600
 _MISSING = next(p for p, code in _RULES if code == "VALIDATION_MISSING_PARAM")
+_UNKNOWN = next(p for p, code in _RULES if code == "VALIDATION_UNKNOWN_PARAM")
 
 
 def code_for_message(message: str, status: int | None = None) -> str:
-    """REQ-ERR-007: HTTP status when known, else the message's wording; unknown → INTERNAL_ERROR."""
+    """REQ-ERR-007: HTTP status when known, else the message's wording (the rules above);
+    unknown → INTERNAL_ERROR."""
     if status is not None:
-        if status in (400, 422):  # REQ-ERR-008: the body tells a missing parameter from a bad one
-            return "VALIDATION_MISSING_PARAM" if _MISSING.search(message) else "VALIDATION_INVALID_TYPE"
+        if status in (400, 422):  # REQ-ERR-008: the body tells a missing or unknown parameter from a bad one
+            if _MISSING.search(message):
+                return "VALIDATION_MISSING_PARAM"
+            return "VALIDATION_UNKNOWN_PARAM" if _UNKNOWN.search(message) else "VALIDATION_INVALID_TYPE"
         if status in (401, 403):
             return "PERMISSION_DENIED"
         if status == 404:
@@ -237,23 +301,29 @@ def code_for_message(message: str, status: int | None = None) -> str:
     return "INTERNAL_ERROR"
 
 
-def _clip(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
+def upstream_error(message: str, *, tool: str = "", status: int | None = None, rpc_code: int | None = None,
+                   redact: Redactor | None = None, keep: Iterable[str] = (), lead: str = "",
+                   origin: str | None = None) -> MCPAQLError:
+    """An upstream failure as an MCPAQLError named after operation ``tool`` (the exposed name).
 
-
-def upstream_error(message: str, *, tool: str = "", status: int | None = None, rpc_code: int | None = None) -> MCPAQLError:
-    """An upstream failure as an MCPAQLError. The upstream's own text is kept: it is meant for
-    the model (it names the missing file or the bad argument) and contains none of ours."""
-    code = code_for_message(message, status)
+    The upstream's own words are kept — they name the bad argument or the missing file — but as
+    a safe preview (:func:`~.messages.summarise`: secrets in ``redact`` removed, traces, HTML and
+    file paths other than those in ``keep`` dropped, clipped); ``lead`` (``HTTP 502 Bad Gateway``)
+    goes first; ``origin`` (the upstream's own name for it) goes in ``details``. The code comes
+    from ``status``, else from the words (traces removed first, so a frame's file name cannot
+    decide it)."""
+    code = code_for_message(strip_traces((redact or Redactor())(message[:MAX_INPUT])), status)
     if rpc_code == -32602 and code == "INTERNAL_ERROR":
         code = "VALIDATION_INVALID_TYPE"
     if rpc_code == -32601:
         code = "NOT_FOUND_OPERATION"
-    details: dict[str, Any] = {"upstream_tool": tool} if tool else {}
+    details: dict[str, Any] = {"upstream_tool": origin or tool} if origin or tool else {}
     if rpc_code is not None:
         details["upstream_code"] = rpc_code
-    msg = _clip(message)
+    if status is not None:
+        details["http_status"] = status
+    preview = summarise(message, redact=redact, keep=keep)
+    msg = f"{lead}: {preview}" if lead and preview else (lead or preview or "no details given")
     if code == "INTERNAL_ERROR":
         msg = f"Internal error: 'upstream tool {tool or '(unknown)'} failed: {msg}'"
     elif tool:
