@@ -7,20 +7,29 @@ it first runs inline on the event loop with a zero busy timeout; only when anoth
 holds the write lock (``SQLITE_BUSY``) does it retry on a dedicated thread with its own
 connection and a long busy timeout, so the loop never waits on a lock. Every write commits
 before returning, so state survives ``kill -9``.
+
+Secrets at rest: the file is created owner-only (0600, in a 0700 directory when we create it)
+and a file other users can read, or a directory other users can write, is refused at open
+with one line (:class:`InsecureStoreError`). SQLite gives the ``-wal``/``-shm`` files the
+database file's mode. ``secure_delete`` zeroes deleted records, and after each write to a
+secret-bearing namespace (tokens, challenges: salted hashes only, never the values) the WAL
+is checkpointed and truncated, so what was deleted does not linger in the log either.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
+import stat
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .base import Record, Store, Window, matches, window_start
+from .base import NS_CHALLENGE, NS_TOKEN, Record, Store, Window, matches, window_start
 
 T = TypeVar("T")
 
@@ -49,13 +58,39 @@ def _dump(v: Record) -> str:
     return json.dumps(v, separators=(",", ":"), sort_keys=True)
 
 
+SECRET_NAMESPACES = frozenset({NS_TOKEN, NS_CHALLENGE})
+
+
+class InsecureStoreError(ValueError):
+    """The store file or its directory is open to other users; the message is one line."""
+
+
+def secure_file(path: Path) -> None:
+    """Create ``path`` owner-only if missing (its directory 0700 when we create it); refuse a
+    file other users can read or write, or a directory other users can write."""
+    parent = path.parent
+    if not parent.exists():
+        parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if parent.stat().st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not parent.stat().st_mode & stat.S_ISVTX:
+        raise InsecureStoreError(
+            f"safety store directory {parent} is writable by other users: chmod 700 it or choose another store path")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        mode = os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
+    if mode & 0o077:
+        raise InsecureStoreError(
+            f"safety store {path} is readable by other users (mode {stat.S_IMODE(mode):o}): chmod 600 it")
+
+
 class SQLiteStore(Store):
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         if path is None:
             path = default_path()
         self.path = str(path)
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            secure_file(Path(self.path))
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcpaql-sqlite")
         self._inline: sqlite3.Connection | None = self._connect(0)
         # ":memory:" is private to one connection: no other process can contend, stay inline
@@ -64,6 +99,7 @@ class SQLiteStore(Store):
     def _connect(self, busy_ms: int) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=busy_ms / 1000)
         db.execute(f"PRAGMA busy_timeout={busy_ms}")
+        db.execute("PRAGMA secure_delete=ON")
         if busy_ms:
             db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
@@ -97,6 +133,15 @@ class SQLiteStore(Store):
         db.execute("COMMIT")
         return out
 
+    def _scrub(self, ns: str) -> None:
+        """After a write to a secret-bearing namespace: fold the WAL into the database and
+        truncate it (best effort — a reader in another process may hold it; the next write
+        retries). ``secure_delete`` has already zeroed what was deleted in the database."""
+        if ns not in SECRET_NAMESPACES or self._inline is None or self.path == ":memory:":
+            return
+        with contextlib.suppress(sqlite3.OperationalError):
+            self._inline.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
     @staticmethod
     def _live(row: tuple[str, float | None] | None, now: float) -> Record | None:
         if row is None or (row[1] is not None and row[1] <= now):
@@ -113,6 +158,7 @@ class SQLiteStore(Store):
             )
 
         await self._run(op)
+        self._scrub(ns)
 
     async def add(self, ns: str, key: str, value: Record, *, purge_at: float | None = None) -> bool:
         def op(db: sqlite3.Connection) -> bool:
@@ -125,7 +171,9 @@ class SQLiteStore(Store):
             )
             return True
 
-        return await self._run(op, tx=True)
+        created = await self._run(op, tx=True)
+        self._scrub(ns)
+        return created
 
     async def get(self, ns: str, key: str) -> Record | None:
         def op(db: sqlite3.Connection) -> Record | None:
@@ -141,7 +189,9 @@ class SQLiteStore(Store):
             ).fetchone()
             return self._live(row, time.time())
 
-        return await self._run(op, tx=True)
+        rec = await self._run(op, tx=True)
+        self._scrub(ns)
+        return rec
 
     async def cas(self, ns: str, key: str, expect: Record, changes: Record) -> Record | None:
         def op(db: sqlite3.Connection) -> Record | None:
@@ -153,13 +203,17 @@ class SQLiteStore(Store):
             db.execute("UPDATE records SET value=? WHERE ns=? AND key=?", (_dump(rec), ns, key))
             return rec
 
-        return await self._run(op, tx=True)
+        out = await self._run(op, tx=True)
+        self._scrub(ns)
+        return out
 
     async def delete(self, ns: str, key: str) -> bool:
         def op(db: sqlite3.Connection) -> bool:
             return db.execute("DELETE FROM records WHERE ns=? AND key=?", (ns, key)).rowcount > 0
 
-        return await self._run(op)
+        gone = await self._run(op)
+        self._scrub(ns)
+        return gone
 
     async def scan(self, ns: str, where: Record | None = None) -> list[Record]:
         def op(db: sqlite3.Connection) -> list[Record]:
