@@ -16,7 +16,8 @@ to. All of it lives in the store so it is shared by every process using it:
   clear through ``confirm_operation``; ``verify``-kind pauses clear through
   ``verify_challenge`` or expiry and do not survive a restart (they carry this process's
   boot id, CORE §8.8.3). While paused, the gatekeeper refuses the identity's writes (every
-  category but READ); reads, introspection and the loop operations stay open.
+  category but READ) and ``execute_agent``; reads, introspection and the other loop
+  operations stay open.
 * one-shot **notifications** delivered on the next ``record_execution_step`` (pull-based).
   ``danger_zone`` notifications are derived from the live blocks, so they reach every
   executing agent without a fan-out write; the ``verificationId`` goes only to the blocked
@@ -117,8 +118,10 @@ class SafetyLoop:
         if block is not None:
             await self.audit("OPERATION_REFUSED", agent=identity, operation=spec.name, reason="agent_blocked")
             raise _blocked_error(block)
-        if spec.extensions.get("safety_loop") or spec.category is Category.READ or pause is None:
+        if pause is None or spec.category is Category.READ:
             return
+        if spec.extensions.get("safety_loop") and spec.name != "execute_agent":
+            return  # finishing or aborting stays open; starting another execution does not
         pause = await self._pause_of(identity, pause)
         if pause is not None:
             await self.audit("OPERATION_REFUSED", agent=identity, operation=spec.name, reason="agent_paused")
