@@ -52,6 +52,8 @@ ConfigOpt = Annotated[str | None, typer.Option(help="Config file (YAML/JSON)")]
 SafetyOpt = Annotated[str | None, typer.Option(help="Safety policy file (YAML/JSON; see docs/safety.md)")]
 TrustOpt = Annotated[str | None, typer.Option(help="Switch the safety layer on with this adapter trust level")]
 SafetyLoopOpt = Annotated[str | None, typer.Option(help="Add the execution safety loop: enforcing|monitoring|logging")]
+AgentIdOpt = Annotated[str | None, typer.Option(
+    help="Safety identity of this server's clients (blocks, pauses, tokens); default $MCPAQL_AGENT_ID or 'default'")]
 
 
 def _config(mode: str | None, prefix: str | None, tool_pattern: str | None, bare: bool, config_file: str | None,
@@ -100,6 +102,7 @@ def serve(
     allow: Annotated[str | None, typer.Option(help="Allowed categories, e.g. READ,CREATE")] = None,
     config: ConfigOpt = None,
     db: Annotated[str | None, typer.Option(help="Demo adapter: SQLite file (env MCPAQL_DEMO_DB)")] = None,
+    agent_id: AgentIdOpt = None,
     safety: SafetyOpt = None,
     trust: TrustOpt = None,
     safety_loop: SafetyLoopOpt = None,
@@ -110,12 +113,12 @@ def serve(
     cfg = _config(mode, prefix, tool_pattern, bare, config, enumerate_operations or None, allow)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if target and target.endswith((".json", ".yaml", ".yml")) and _is_openapi(target):
-        _serve_openapi(target, cfg, transport, host, port, stateless, safety=_safety_config(safety, trust, safety_loop))
+        _serve_openapi(target, cfg, transport, host, port, stateless, safety=_safety_config(safety, trust, safety_loop, agent_id))
         return
     if target and target.endswith((".json", ".yaml", ".yml", ".md")):
-        _serve_schema_file(target, cfg, transport, host, port, stateless, _safety_config(safety, trust, safety_loop))
+        _serve_schema_file(target, cfg, transport, host, port, stateless, _safety_config(safety, trust, safety_loop, agent_id))
         return
-    prepare = _safety_prepare(safety, trust, safety_loop)
+    prepare = _safety_prepare(safety, trust, safety_loop, agent_id)
     try:
         engine = load_engine(target, cfg, demo_db=db, prepare=prepare)
     except (TargetError, ConfigError, ValueError) as e:
@@ -132,7 +135,8 @@ def serve(
         _fail("transport must be stdio or http")
 
 
-def _safety_settings(policy: str | None, trust: str | None, loop: str | None) -> dict[str, Any] | None:
+def _safety_settings(policy: str | None, trust: str | None, loop: str | None,
+                     agent_id: str | None = None) -> dict[str, Any] | None:
     if not (policy or trust or loop):
         return None
     data: dict[str, Any] = {}
@@ -150,12 +154,14 @@ def _safety_settings(policy: str | None, trust: str | None, loop: str | None) ->
         data["trust"] = trust
     if loop:
         data["loop_mode"] = loop
+    if agent_id:
+        data["agent_id"] = agent_id
     return data
 
 
-def _safety_config(policy: str | None, trust: str | None, loop: str | None) -> Any:
-    """The SafetyConfig the three safety options ask for, or None (a bad file or value exits 2)."""
-    settings = _safety_settings(policy, trust, loop)
+def _safety_config(policy: str | None, trust: str | None, loop: str | None, agent_id: str | None = None) -> Any:
+    """The SafetyConfig the safety options ask for, or None (a bad file or value exits 2)."""
+    settings = _safety_settings(policy, trust, loop, agent_id)
     if settings is None:
         return None
     from .safety import SafetyConfig
@@ -167,8 +173,8 @@ def _safety_config(policy: str | None, trust: str | None, loop: str | None) -> A
         raise
 
 
-def _safety_prepare(policy: str | None, trust: str | None, loop: str | None) -> Any:
-    cfg = _safety_config(policy, trust, loop)
+def _safety_prepare(policy: str | None, trust: str | None, loop: str | None, agent_id: str | None = None) -> Any:
+    cfg = _safety_config(policy, trust, loop, agent_id)
     if cfg is None:
         return None
     from .safety import install_safety
@@ -293,6 +299,7 @@ def wrap(
     tool_pattern: ToolPatternOpt = None,
     bare: BareOpt = False,
     config: ConfigOpt = None,
+    agent_id: AgentIdOpt = None,
     safety: SafetyOpt = None,
     trust: TrustOpt = None,
     safety_loop: SafetyLoopOpt = None,
@@ -305,7 +312,7 @@ def wrap(
     cfg = _config(mode, prefix, tool_pattern, bare, config)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     kw: dict[str, Any] = {"config": cfg, "read_only": read_only, "include": include, "exclude": exclude,
-                          "safety": _safety_config(safety, trust, safety_loop)}
+                          "safety": _safety_config(safety, trust, safety_loop, agent_id)}
     if name:
         kw["name"] = name
     if display_name:
@@ -336,6 +343,7 @@ def openapi(
     tool_pattern: ToolPatternOpt = None,
     bare: BareOpt = False,
     config: ConfigOpt = None,
+    agent_id: AgentIdOpt = None,
     safety: SafetyOpt = None,
     trust: TrustOpt = None,
     safety_loop: SafetyLoopOpt = None,
@@ -347,7 +355,7 @@ def openapi(
         _fail("--timeout must be a number of seconds > 0")
     _serve_openapi(spec, cfg, transport, host, port, stateless, base_url=base_url, headers=_headers(header), name=name,
                    read_only=read_only, include=include, exclude=exclude, timeout=timeout,
-                   safety=_safety_config(safety, trust, safety_loop))
+                   safety=_safety_config(safety, trust, safety_loop, agent_id))
 
 
 @app.command(context_settings=EXTRA)

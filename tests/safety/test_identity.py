@@ -222,3 +222,14 @@ async def test_the_operator_agent_id_names_the_identity(sqlite_store, monkeypatc
     assert reason(await a.call("create_task", title="x")) == "agent_blocked"
     assert (await b.call("create_task", title="x"))["success"] is True  # another endpoint, another identity
     assert [blk["agent"] for blk in await sqlite_store.scan("block")] == ["desk-a"]
+
+
+async def test_cli_agent_id_is_checked_at_start() -> None:
+    import sys
+
+    import anyio
+
+    proc = await anyio.run_process([sys.executable, "-m", "mcpaql.cli", "wrap", "--trust", "validated", "--agent-id",
+                                    "not an id", "--", sys.executable, "-c", "pass"], check=False)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "agent_id" in err and "Traceback" not in err
