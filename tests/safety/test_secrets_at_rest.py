@@ -159,7 +159,10 @@ async def test_store_is_created_owner_only(tmp_path: Path) -> None:
         await store.append_audit({"event": "x"})
         wal = home / "safety.db-wal"
         assert wal.stat().st_size > 0
-        await store.put("token", "k", {"v": 1})  # a secret-bearing write: the WAL is folded in and truncated
+        await store.put("token", "k", {"v": 1})
+        assert wal.stat().st_size > 0
+        await store.take("token", "k")  # a secret-bearing record leaves: the WAL is folded in and truncated
+        await store.checkpoint()  # (on the worker thread, off the event loop)
         assert wal.stat().st_size == 0
         assert stat.S_IMODE(home.stat().st_mode) == 0o700
         for p in home.iterdir():

@@ -11,9 +11,11 @@ before returning, so state survives ``kill -9``.
 Secrets at rest: the file is created owner-only (0600, in a 0700 directory when we create it)
 and a file other users can read, or a directory other users can write, is refused at open
 with one line (:class:`InsecureStoreError`). SQLite gives the ``-wal``/``-shm`` files the
-database file's mode. ``secure_delete`` zeroes deleted records, and after each write to a
-secret-bearing namespace (tokens, challenges: salted hashes only, never the values) the WAL
-is checkpointed and truncated, so what was deleted does not linger in the log either.
+database file's mode. ``secure_delete`` zeroes deleted records, and after each deletion from a
+secret-bearing namespace (a used or burnt challenge, a revoked token: salted hashes only, never
+the values) the WAL is checkpointed and truncated, so what was deleted does not linger in the
+log either. Issuing and consuming do not checkpoint: the live record is in the database anyway,
+and a checkpoint's fsync would cost a confirmation round trip ~100x (bench/bench_safety.py).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import os
 import sqlite3
 import stat
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -95,6 +97,8 @@ class SQLiteStore(Store):
         self._inline: sqlite3.Connection | None = self._connect(0)
         # ":memory:" is private to one connection: no other process can contend, stay inline
         self._worker = None if self.path == ":memory:" else self._pool.submit(self._connect, 30000).result()
+        self._dirty = False
+        self._pending: Future[None] | None = None
 
     def _connect(self, busy_ms: int) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=busy_ms / 1000)
@@ -134,13 +138,27 @@ class SQLiteStore(Store):
         return out
 
     def _scrub(self, ns: str) -> None:
-        """After a write to a secret-bearing namespace: fold the WAL into the database and
-        truncate it (best effort — a reader in another process may hold it; the next write
-        retries). ``secure_delete`` has already zeroed what was deleted in the database."""
-        if ns not in SECRET_NAMESPACES or self._inline is None or self.path == ":memory:":
+        """After a deletion from a secret-bearing namespace: fold the WAL into the database and
+        truncate it. ``secure_delete`` has already zeroed what was deleted in the database.
+
+        The checkpoint fsyncs (tens of ms on a slow disk), so it runs on the worker thread,
+        not the event loop, and deletions arriving meanwhile share one pending checkpoint."""
+        if ns not in SECRET_NAMESPACES or self._worker is None:
             return
-        with contextlib.suppress(sqlite3.OperationalError):
-            self._inline.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        self._dirty = True
+        if self._pending is None or self._pending.done():
+            self._pending = self._pool.submit(self._checkpoint_now)
+
+    def _checkpoint_now(self) -> None:
+        while self._dirty and self._worker is not None:
+            self._dirty = False
+            with contextlib.suppress(sqlite3.OperationalError):  # best effort: the next deletion retries
+                self._worker.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+    async def checkpoint(self) -> None:
+        """Wait until the WAL has been folded in and truncated after the last secret deletion."""
+        if self._pending is not None:
+            await asyncio.wrap_future(self._pending)
 
     @staticmethod
     def _live(row: tuple[str, float | None] | None, now: float) -> Record | None:
@@ -158,7 +176,6 @@ class SQLiteStore(Store):
             )
 
         await self._run(op)
-        self._scrub(ns)
 
     async def add(self, ns: str, key: str, value: Record, *, purge_at: float | None = None) -> bool:
         def op(db: sqlite3.Connection) -> bool:
@@ -171,9 +188,7 @@ class SQLiteStore(Store):
             )
             return True
 
-        created = await self._run(op, tx=True)
-        self._scrub(ns)
-        return created
+        return await self._run(op, tx=True)
 
     async def get(self, ns: str, key: str) -> Record | None:
         def op(db: sqlite3.Connection) -> Record | None:
@@ -203,9 +218,7 @@ class SQLiteStore(Store):
             db.execute("UPDATE records SET value=? WHERE ns=? AND key=?", (_dump(rec), ns, key))
             return rec
 
-        out = await self._run(op, tx=True)
-        self._scrub(ns)
-        return out
+        return await self._run(op, tx=True)
 
     async def delete(self, ns: str, key: str) -> bool:
         def op(db: sqlite3.Connection) -> bool:
