@@ -204,3 +204,26 @@ async def test_cli_refuses_an_insecure_store_in_one_line(tmp_path: Path) -> None
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "Traceback" not in err
     assert "readable by other users" in err and err.strip().count("\n") == 0
+
+
+async def test_a_page_in_another_process_lists_challenges_without_codes(sqlite_store: Any) -> None:
+    """The store has no codes, so an approval page of another process (``mcpaql guard --store``)
+    shows the challenge and can approve it, but has no code to show."""
+    import httpx
+
+    from mcpaql.safety.approval import ApprovalPage
+    from mcpaql.safety.verification import Challenges
+
+    issuer = Challenges(sqlite_store)
+    pub = await issuer.create("bot", "confirm", action="x")
+    elsewhere = build_persisted(sqlite_store)  # another Safety on the same store
+    page = ApprovalPage(elsewhere.safety.challenges, elsewhere.safety.loop)
+    await page.start()
+    try:
+        async with httpx.AsyncClient() as c:
+            state = (await c.get(page.url.replace("/?", "/api/state?"))).json()
+            assert [(ch["id"], ch["code"]) for ch in state["challenges"]] == [(pub["id"], "")]
+            assert (await c.get(page.url)).status_code == 200
+        assert issuer.code_of(pub["id"]) not in json.dumps(state)
+    finally:
+        await page.stop()
