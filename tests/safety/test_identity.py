@@ -233,3 +233,13 @@ async def test_cli_agent_id_is_checked_at_start() -> None:
                                     "not an id", "--", sys.executable, "-c", "pass"], check=False)
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "agent_id" in err and "Traceback" not in err
+
+
+async def test_per_session_rate_limits_count_per_identity_for_per_request_sessions(sqlite_store) -> None:
+    """A per-request session would start every count at zero; its calls count for the identity."""
+    h = build(sqlite_store, trust="validated",
+              rate_limits=[{"limit": 3, "window": "hour", "scope": "operation", "match": "get_task", "per_session": True}])
+    results = [await h.call("get_task", session=h.as_("me", per_request=True), task_id="1") for _ in range(5)]
+    assert [r["success"] for r in results] == [True, True, True, False, False]
+    assert (await h.call("get_task", session=h.as_("you", per_request=True), task_id="1"))["success"] is True
+    assert (await h.call("get_task", session=h.as_("me"), task_id="1"))["success"] is True  # a connection's own count

@@ -95,7 +95,7 @@ class ApprovalPage:
         key = e(self.key)
         rows = "".join(
             f"<tr class='kind-{e(c['kind'])}' data-challenge='{e(c['id'])}'><td>{e(c['agent'])}</td><td>{e(c['kind'])}</td>"
-            f"<td>{e(c['action'])}</td><td>{e(c['reason'])}</td><td><span class='code'>{e(c['code'] or '(approve here)')}</span></td>"
+            f"<td>{e(c['action'])}</td><td>{e(c['reason'])}</td><td><span class='code'>{e(c['code'])}</span></td>"
             f"<td>{c['expires_in']} s</td><td><code>{e(c['id'])}</code></td><td><form method='post' action='/approve'>"
             f"<input type='hidden' name='key' value='{key}'><input type='hidden' name='challenge_id' "
             f"value='{e(c['id'])}'><button>Approve</button></form></td></tr>"
