@@ -23,6 +23,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -96,6 +97,7 @@ def make_app(writes: list[str]) -> Adapter:
     return app
 
 
+TOKEN = re.compile(r"conf_[A-Za-z0-9_-]{59}")
 WRITE_TOOLS = {"create_task": "tasks_mcpaql_create", "update_task": "tasks_mcpaql_update",
                "delete_task": "tasks_mcpaql_delete"}
 
@@ -145,12 +147,14 @@ class Adversary(RuleBasedStateMachine):
         if per_request:
             self.run(session.close())
         text = json.dumps(env)
-        issued = (env.get("error") or {}).get("details", {}).get("confirmation_token")
+        issued = set(TOKEN.findall(text)) - set(self.tokens) - {sent}
+        for token in issued:  # new tokens (top level or inside a batch) belong to this caller
+            self.tokens[token] = [who, None if per_request else session.id, "w", False]
         for code, _owner in self.shown.codes.values():
             assert normalize_code(code) not in normalize_code(text.replace("-", "")) or not code, "code in a response"
             assert code not in text
         for token in self.tokens:
-            assert token not in text or token in (issued, sent), "another caller's token in a response"
+            assert token not in text or token in issued or token == sent, "another caller's token in a response"
         for n in (env.get("data") or {}).get("notifications", []) if isinstance(env.get("data"), dict) else []:
             cid = (n.get("metadata") or {}).get("verificationId")
             if cid:
@@ -163,7 +167,7 @@ class Adversary(RuleBasedStateMachine):
 
     @initialize()
     def begin(self) -> None:
-        for who in IDENTITIES:
+        for who in IDENTITIES[::2]:  # bob starts outside the loop (his confirmations do not pause him)
             self.call(who, {"operation": "execute_agent", "params": {"element_name": "agentA"}}, "tasks_mcpaql_execute")
 
     @rule(who=st.sampled_from(IDENTITIES), element=st.sampled_from(ELEMENTS), hint=st.sampled_from(HINTS))
@@ -187,13 +191,19 @@ class Adversary(RuleBasedStateMachine):
         request = {"operations": [item, item]} if batch else item
         tool = "tasks_mcpaql" if single else WRITE_TOOLS[op]
         before = len(self.writes)
-        env = self.call(who, request, tool, per_request=per_request)
+        self.call(who, request, tool, per_request=per_request)
         if blocked or paused:
             assert len(self.writes) == before, f"{who} wrote while {'blocked' if blocked else 'paused'}"
             STATS["writes_refused_blocked" if blocked else "writes_refused_paused"] += 1
-        issued = (env.get("error") or {}).get("details", {}).get("confirmation_token")
-        if issued:
-            self.tokens[issued] = [who, None if per_request else self.sessions[who].id, "w", False]
+
+    @rule(data=st.data(), op=st.sampled_from(["create_task", "update_task", "delete_task"]),
+          single=st.booleans(), batch=st.booleans(), per_request=st.booleans())
+    def stopped_identity_tries_to_write(self, data: st.DataObject, op: str, single: bool, batch: bool,
+                                        per_request: bool) -> None:
+        """The attack itself: an identity that is blocked or paused right now tries to write."""
+        stopped = [who for who in IDENTITIES if any(self.run(self._state(who)))]
+        if stopped:
+            self.write(data.draw(st.sampled_from(stopped)), op, single, batch, per_request)
 
     @rule(who=st.sampled_from(IDENTITIES), data=st.data(), per_request=st.booleans(),
           tamper=st.sampled_from(["none", "params", "secret", "id"]))
