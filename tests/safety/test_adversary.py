@@ -176,6 +176,13 @@ class Adversary(RuleBasedStateMachine):
                                                                           "next_action_hint": hint}},
                   "tasks_mcpaql_create")
 
+    @rule(who=st.sampled_from(IDENTITIES), element=st.sampled_from(ELEMENTS),
+          hint=st.sampled_from(["drop_table users", "rm -rf /srv", "delete_user 7", "git push --force"]))
+    def provoke(self, who: str, element: str, hint: str) -> None:
+        """Start (or continue) an execution and report an action that blocks or pauses."""
+        self.call(who, {"operation": "execute_agent", "params": {"element_name": element}}, "tasks_mcpaql_execute")
+        self.step(who, element, hint)
+
     @rule(who=st.sampled_from(IDENTITIES), element=st.sampled_from(ELEMENTS), finish=st.booleans())
     def execute_or_finish(self, who: str, element: str, finish: bool) -> None:
         op = ("complete_execution" if finish else "execute_agent")
@@ -205,12 +212,22 @@ class Adversary(RuleBasedStateMachine):
         if stopped:
             self.write(data.draw(st.sampled_from(stopped)), op, single, batch, per_request)
 
+    @rule(who=st.sampled_from(IDENTITIES), per_request=st.booleans())
+    def confirm_own(self, who: str, per_request: bool) -> None:
+        """The honest path: ask for a confirmation, then retry with the token as the same caller."""
+        before = set(self.tokens)
+        self.write(who, "delete_task", False, False, per_request)
+        for token in [t for t in self.tokens if t not in before]:
+            self._redeem(who, token, per_request, "none")
+
     @rule(who=st.sampled_from(IDENTITIES), data=st.data(), per_request=st.booleans(),
           tamper=st.sampled_from(["none", "params", "secret", "id"]))
     @precondition(lambda self: bool(self.tokens))
     def redeem(self, who: str, data: st.DataObject, per_request: bool, tamper: str) -> None:
         """Replay any token ever seen — by anyone, in any session, with any tampering."""
-        token = data.draw(st.sampled_from(sorted(self.tokens)))
+        self._redeem(who, data.draw(st.sampled_from(list(self.tokens))), per_request, tamper)
+
+    def _redeem(self, who: str, token: str, per_request: bool, tamper: str) -> None:
         owner, bound, task_id, used = self.tokens[token]
         sent, params = token, {"task_id": task_id}
         if tamper == "params":
@@ -242,7 +259,7 @@ class Adversary(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.shown.codes))
     def submit_code(self, who: str, data: st.DataObject, verify: bool, code: str, claim: str | None) -> None:
         """Any challenge id (own, foreign, random), any code — the right one only as the human."""
-        cid = data.draw(st.sampled_from([*sorted(self.shown.codes), "00000000-0000-4000-8000-000000000000"]))
+        cid = data.draw(st.sampled_from([*self.shown.codes, "00000000-0000-4000-8000-000000000000"]))
         owner = self.shown.codes.get(cid, ("", ""))[1]
         value = {"wrong": "AAAA-BBBB-CCCC", "right": self.shown.codes.get(cid, ("x", ""))[0],
                  "other": next(iter(self.shown.codes.values()))[0]}[code]
