@@ -4,7 +4,9 @@
    one with the gatekeeper guard (allowed, no store I/O on the hot path), interleaved;
 2. the confirmation round trip: CONFIRMATION_REQUIRED + retry with ``_confirmation``
    (token issue, redeem, audit — real SQLite store) against two ungated calls;
-3. ``record_execution_step`` round trips per second through the Engine with the SQLite store
+3. the identity guard of an enforcing loop (issue 11: blocks and pauses checked on every
+   operation of the caller's identity — one store read): the same READ with and without it;
+4. ``record_execution_step`` round trips per second through the Engine with the SQLite store
    and with Redis (a real ``redis-server`` on a free loopback port; skipped if absent),
    sequential and with 16 agents concurrently.
 
@@ -93,6 +95,34 @@ async def gate_overhead(n: int, store: Store) -> None:
     print(f"{'DELETE confirm round trip (SQLite store)':<44}{mc:>10.1f} µs   ratio {mc / mbase:.1f}x")
 
 
+async def guard_overhead(label: str, store: Store, n: int) -> None:
+    cfg = Config.load(env={})
+    gated_app, guarded_app = make_app(), make_app()
+    install_safety(gated_app, SafetyConfig(trust="validated"), store=store)
+    install_safety(guarded_app, SafetyConfig(trust="validated", loop_mode="enforcing"), store=store)
+    gated, guarded = gated_app.engine(cfg), guarded_app.engine(cfg)
+    sg, sl = gated.new_session(), guarded.new_session()
+    req = {"operation": "get_item", "params": {"item_id": "i1", "limit": 5}}
+    for _ in range(500):
+        await gated.execute(req, gated.context(sg))
+        assert (await guarded.execute(req, guarded.context(sl)))["success"]
+    a: list[int] = []
+    b: list[int] = []
+    pc = time.perf_counter_ns
+    for _ in range(n):
+        t0 = pc()
+        await gated.execute(req, gated.context(sg))
+        t1 = pc()
+        await guarded.execute(req, guarded.context(sl))
+        t2 = pc()
+        a.append(t1 - t0)
+        b.append(t2 - t1)
+    ma, mb = statistics.median(a) / 1000, statistics.median(b) / 1000
+    print(f"{'READ, gatekeeper only (' + label + ')':<44}{ma:>10.1f} µs")
+    print(f"{'READ, + identity block/pause guard':<44}{mb:>10.1f} µs   ratio {mb / ma:.2f}x  (+{mb - ma:.1f} µs)")
+    await store.close()
+
+
 async def loop_rate(label: str, store: Store, n: int) -> None:
     app = make_app()
     install_safety(app, SafetyConfig(trust="validated", loop_mode="enforcing",
@@ -132,6 +162,11 @@ async def main(n: int) -> None:
         print("== gatekeeper + confirmation overhead (in process) ==")
         await gate_overhead(n, store)
         await store.close()
+        print("== identity guard of an enforcing loop (per operation) ==")
+        await guard_overhead("SQLite", SQLiteStore(Path(tmp) / "guard.db"), max(1000, n // 4))
+        if RedisServer.available():
+            with RedisServer() as srv:
+                await guard_overhead("Redis", RedisStore.from_url(srv.url), max(1000, n // 10))
         print("== execution safety loop ==")
         steps = max(500, n // 10)
         await loop_rate("SQLite", SQLiteStore(Path(tmp) / "loop.db"), steps)

@@ -60,6 +60,8 @@ ApprovalPageOpt = Annotated[bool, typer.Option(help="With --safety-loop: serve t
 ApprovalPortOpt = Annotated[int, typer.Option(help="Approval page port (default 0: any free port)")]
 ApprovalHostOpt = Annotated[str, typer.Option(help="Approval page address (loopback only)")]
 ApprovalUrlFileOpt = Annotated[Path | None, typer.Option(help="Where the page URL with its key is written (mode 0600)")]
+AgentIdOpt = Annotated[str | None, typer.Option(
+    help="Safety identity of this server's clients (blocks, pauses, tokens); default $MCPAQL_AGENT_ID or 'default'")]
 
 
 def _config(mode: str | None, prefix: str | None, tool_pattern: str | None, bare: bool, config_file: str | None,
@@ -108,6 +110,7 @@ def serve(
     allow: Annotated[str | None, typer.Option(help="Allowed categories, e.g. READ,CREATE")] = None,
     config: ConfigOpt = None,
     db: Annotated[str | None, typer.Option(help="Demo adapter: SQLite file (env MCPAQL_DEMO_DB)")] = None,
+    agent_id: AgentIdOpt = None,
     safety: SafetyOpt = None,
     trust: TrustOpt = None,
     safety_loop: SafetyLoopOpt = None,
@@ -123,15 +126,15 @@ def serve(
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     channel = _channel(approval_page, approval_port, approval_host, approval_url_file)
     if target and target.endswith((".json", ".yaml", ".yml")) and _is_openapi(target):
-        _serve_openapi(target, cfg, transport, host, port, stateless, safety=_safety_config(safety, trust, safety_loop),
+        _serve_openapi(target, cfg, transport, host, port, stateless, safety=_safety_config(safety, trust, safety_loop, agent_id),
                        channel=channel)
         return
     if target and target.endswith((".json", ".yaml", ".yml", ".md")):
-        _serve_schema_file(target, cfg, transport, host, port, stateless, _safety_config(safety, trust, safety_loop),
+        _serve_schema_file(target, cfg, transport, host, port, stateless, _safety_config(safety, trust, safety_loop, agent_id),
                            channel=channel)
         return
     installed: list[Any] = []
-    prepare = _safety_prepare(safety, trust, safety_loop, installed)
+    prepare = _safety_prepare(safety, trust, safety_loop, installed, agent_id)
     try:
         engine = load_engine(target, cfg, demo_db=db, prepare=prepare)
     except (TargetError, ConfigError, ValueError) as e:
@@ -150,7 +153,8 @@ def serve(
         _fail("transport must be stdio or http")
 
 
-def _safety_settings(policy: str | None, trust: str | None, loop: str | None) -> dict[str, Any] | None:
+def _safety_settings(policy: str | None, trust: str | None, loop: str | None,
+                     agent_id: str | None = None) -> dict[str, Any] | None:
     if not (policy or trust or loop):
         return None
     data: dict[str, Any] = {}
@@ -168,12 +172,14 @@ def _safety_settings(policy: str | None, trust: str | None, loop: str | None) ->
         data["trust"] = trust
     if loop:
         data["loop_mode"] = loop
+    if agent_id:
+        data["agent_id"] = agent_id
     return data
 
 
-def _safety_config(policy: str | None, trust: str | None, loop: str | None) -> Any:
-    """The SafetyConfig the three safety options ask for, or None (a bad file or value exits 2)."""
-    settings = _safety_settings(policy, trust, loop)
+def _safety_config(policy: str | None, trust: str | None, loop: str | None, agent_id: str | None = None) -> Any:
+    """The SafetyConfig the safety options ask for, or None (a bad file or value exits 2)."""
+    settings = _safety_settings(policy, trust, loop, agent_id)
     if settings is None:
         return None
     from .safety import SafetyConfig
@@ -185,9 +191,10 @@ def _safety_config(policy: str | None, trust: str | None, loop: str | None) -> A
         raise
 
 
-def _safety_prepare(policy: str | None, trust: str | None, loop: str | None, installed: list[Any]) -> Any:
+def _safety_prepare(policy: str | None, trust: str | None, loop: str | None, installed: list[Any],
+                   agent_id: str | None = None) -> Any:
     """The ``prepare`` hook installing safety; the Safety it makes is appended to ``installed``."""
-    cfg = _safety_config(policy, trust, loop)
+    cfg = _safety_config(policy, trust, loop, agent_id)
     if cfg is None:
         return None
     from .safety import install_safety
@@ -333,6 +340,7 @@ def wrap(
     tool_pattern: ToolPatternOpt = None,
     bare: BareOpt = False,
     config: ConfigOpt = None,
+    agent_id: AgentIdOpt = None,
     safety: SafetyOpt = None,
     trust: TrustOpt = None,
     safety_loop: SafetyLoopOpt = None,
@@ -349,7 +357,7 @@ def wrap(
     cfg = _config(mode, prefix, tool_pattern, bare, config)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     kw: dict[str, Any] = {"config": cfg, "read_only": read_only, "include": include, "exclude": exclude,
-                          "safety": _safety_config(safety, trust, safety_loop)}
+                          "safety": _safety_config(safety, trust, safety_loop, agent_id)}
     if name:
         kw["name"] = name
     if display_name:
@@ -400,6 +408,7 @@ def openapi(
     tool_pattern: ToolPatternOpt = None,
     bare: BareOpt = False,
     config: ConfigOpt = None,
+    agent_id: AgentIdOpt = None,
     safety: SafetyOpt = None,
     trust: TrustOpt = None,
     safety_loop: SafetyLoopOpt = None,
@@ -415,7 +424,7 @@ def openapi(
         _fail("--timeout must be a number of seconds > 0")
     _serve_openapi(spec, cfg, transport, host, port, stateless, base_url=base_url, headers=_headers(header), name=name,
                    read_only=read_only, include=include, exclude=exclude, timeout=timeout,
-                   allow_private_targets=allow_private_targets, safety=_safety_config(safety, trust, safety_loop),
+                   allow_private_targets=allow_private_targets, safety=_safety_config(safety, trust, safety_loop, agent_id),
                    channel=_channel(approval_page, approval_port, approval_host, approval_url_file))
 
 

@@ -59,9 +59,34 @@ class Harness:
         self.safety = safety
         self.engine = app.engine(config or Config.load(env={}))
         self.session = self.engine.new_session()
+        self.agents_are_identities = False
+        self._sessions: dict[str, Any] = {}
+
+    def as_(self, identity: str, *, per_request: bool = False) -> Any:
+        """A new session whose transport established ``identity`` (what auth will set)."""
+        s = self.engine.new_session()
+        s.identity = identity
+        s.per_request = per_request
+        return s
+
+    def _by_element(self, params: dict[str, Any]) -> Any:
+        """With ``agents_are_identities`` set, each element_name calls through its own identity's
+        session (as if every agent had its own endpoint or credentials)."""
+        name = params.get("element_name")
+        if not self.agents_are_identities or not isinstance(name, str):
+            return None
+        if name not in self._sessions:
+            self._sessions[name] = self.as_(name)
+        return self._sessions[name]
+
+    def code_of(self, cid: str) -> str:
+        """What the operator reads on the human channel (this process's approval page)."""
+        code = self.safety.challenges.code_of(cid)
+        assert code is not None, f"no pending challenge {cid} issued by this process"
+        return code
 
     async def call(self, operation: str, session: Any = None, **params: Any) -> dict[str, Any]:
-        s = session or self.session
+        s = session or self._by_element(params) or self.session
         return await self.engine.execute({"operation": operation, "params": params}, self.engine.context(s))
 
     async def raw(self, request: Any, session: Any = None, tool: str | None = None) -> dict[str, Any]:

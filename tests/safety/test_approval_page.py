@@ -24,6 +24,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 async def blocked_setup(store):
     h = build(store, trust="validated", loop_mode="enforcing")
+    h.agents_are_identities = True  # bot and helper are two identities (two endpoints or credentials)
     await h.call("execute_agent", element_name="bot")
     await h.call("execute_agent", element_name="helper")
     d = (await h.call("record_execution_step", element_name="bot", next_action_hint="drop_table users"))["data"]

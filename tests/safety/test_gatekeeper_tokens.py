@@ -10,7 +10,7 @@ import pytest
 from safety_support import build, make_adapter
 
 from mcpaql import Config
-from mcpaql.safety.confirmation import TOKEN_RE
+from mcpaql.safety.confirmation import TOKEN_RE, token_id
 from mcpaql.store.base import NS_TOKEN
 
 pytestmark = pytest.mark.anyio
@@ -82,7 +82,8 @@ async def test_REQ_TOKEN_001_009_expired_token(sqlite_store) -> None:
     await asyncio.sleep(0.3)
     r = await h.call("delete_task", task_id="t1", _confirmation=token)
     assert r["error"]["code"] == "TOKEN_EXPIRED"
-    assert set(r["error"]["details"]) == {"token", "expired_at", "current_time"}
+    assert set(r["error"]["details"]) == {"token_id", "expired_at", "current_time"}
+    assert r["error"]["details"]["token_id"] == token_id(token) and token not in json.dumps(r)
 
 
 async def test_REQ_TOKEN_011_clock_skew_tolerance_is_added_to_expiry(sqlite_store) -> None:
@@ -163,7 +164,7 @@ async def test_REQ_DANGER_007_destructive_needs_confirmation_even_when_matrix_al
 async def test_REQ_TOKEN_009_forbidden_tokens_get_the_short_ttl(sqlite_store) -> None:
     h = build(sqlite_store, trust="certified")
     _r, token = await confirm_flow(h, "drop_project", project="p")
-    rec = await sqlite_store.get(NS_TOKEN, token)
+    rec = await sqlite_store.get(NS_TOKEN, token_id(token))
     import time
     assert rec["expires_at"] - time.time() <= 121
 
@@ -261,7 +262,7 @@ async def test_REQ_TOKEN_020_failed_validations_are_rate_limited(sqlite_store) -
     codes = [(await h.call("delete_task", task_id="1", _confirmation=f"conf_guess{i}"))["error"]["code"]
              for i in range(7)]
     assert codes == ["TOKEN_INVALID"] * 5 + ["RATE_LIMIT_EXCEEDED"] * 2
-    other = h.engine.new_session()  # per session
+    other = h.as_("someone-else")  # per calling identity: nobody can lock another caller out
     r = await h.call("delete_task", session=other, task_id="1", _confirmation="conf_guess")
     assert r["error"]["code"] == "TOKEN_INVALID"
 
@@ -298,14 +299,15 @@ async def test_REQ_TOKEN_004_server_side_record_fields(sqlite_store) -> None:
 
     h = build(sqlite_store, trust="validated")
     _, token = await confirm_flow(h, task_id="t1")
-    rec = await sqlite_store.get(NS_TOKEN, token)
+    rec = await sqlite_store.get(NS_TOKEN, token_id(token))
     assert {"id", "type", "operation", "params_hash", "adapter_name", "issued_at", "expires_at", "consumed",
-            "context"} <= set(rec)
-    assert rec["id"] == token and rec["type"] == "confirmation" and rec["operation"] == "delete_task"
+            "context", "identity", "session_id", "secret"} <= set(rec)
+    assert token not in json.dumps(rec) and token.removeprefix(rec["id"]) not in json.dumps(rec)  # a salted hash only
+    assert rec["id"] == token_id(token) and rec["type"] == "confirmation" and rec["operation"] == "delete_task"
     assert rec["adapter_name"] == "tasks" and rec["consumed"] is False and rec["issued_at"].endswith("Z")
     assert rec["params_hash"] == params_hash("delete_task", {"task_id": "t1", "force": False})  # defaults bound too
     assert rec["context"]["danger_level"] == "destructive" and rec["context"]["reasons"]
     assert "t1" not in json.dumps(rec)  # parameters are hashed, never stored
     await h.call("delete_task", task_id="t1", _confirmation=token)
-    used = await sqlite_store.get(NS_TOKEN, token)
+    used = await sqlite_store.get(NS_TOKEN, token_id(token))
     assert used["consumed"] is True and used["consumed_at"].endswith("Z")

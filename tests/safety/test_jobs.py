@@ -309,6 +309,18 @@ async def test_session_close_cancels_in_progress_executions(world: World) -> Non
     assert (await world.jobs.wait(other, 5))["status"] == "completed"
 
 
+async def test_a_per_request_session_ending_does_not_cancel_its_execution(world: World) -> None:
+    """Stateless HTTP and 2026-07-28 requests: the session ends with the request that started the
+    execution, which must keep running (issue 11)."""
+    s = world.engine.new_session()
+    s.per_request = True
+    eid = (await world.call("rebuild_index", session=s, shard="s1"))["data"]["execution_id"]
+    await s.close()
+    assert (await world.state(eid))["status"] == "running"
+    world.gate.set()
+    assert (await world.jobs.wait(eid, 5))["status"] == "completed"
+
+
 async def test_any_session_may_read_and_cancel(world: World) -> None:
     eid = (await world.call("rebuild_index", shard="s1"))["data"]["execution_id"]
     s2 = world.engine.new_session()

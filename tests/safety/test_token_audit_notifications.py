@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from safety_support import build, make_adapter
 
+from mcpaql.safety.confirmation import token_id
+
 pytestmark = pytest.mark.anyio
 
 ISO_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
@@ -43,7 +45,8 @@ async def test_REQ_TOKEN_019_every_token_event_is_logged_with_its_fields(sqlite_
         assert e["adapter_name"] == "tasks" and e["outcome"], e
     rejected = next(e for e in entries if e["event"] == "TOKEN_REJECTED")
     assert rejected["failure_reason"] == "already_used"
-    assert pending in {e["token_id"] for e in entries if e["event"] == "TOKEN_REVOKED"}
+    assert token_id(pending) in {e["token_id"] for e in entries if e["event"] == "TOKEN_REVOKED"}
+    assert not any(used in str(e) or pending in str(e) for e in entries)  # only the public id is logged
 
 
 NOTIFICATION_TYPES = {"permission_pending", "autonomy_pause", "danger_zone", "status", "error"}
@@ -67,16 +70,19 @@ async def test_REQ_AUTO_010_every_notification_has_the_agent_notification_shape(
               autonomy={"max_autonomous_steps": 50, "deny": ["drop_*"], "requires_approval": ["delete_*"]})
     seen: list[dict[str, Any]] = []
 
+    sessions = {agent: h.as_(agent) for agent in ("bot", "rogue", "peer", "pusher")}  # four identities
+
     async def step(agent: str, hint: str) -> dict[str, Any]:
-        d = (await h.call("record_execution_step", element_name=agent, next_action_hint=hint))["data"]
+        d = (await h.call("record_execution_step", session=sessions[agent], element_name=agent,
+                          next_action_hint=hint))["data"]
         seen.extend(d.get("notifications", []))
         return d
 
     for agent in ("bot", "rogue", "peer", "pusher"):
-        await h.call("execute_agent", element_name=agent)
+        await h.call("execute_agent", session=sessions[agent], element_name=agent)
     await step("bot", "delete_user 1")  # requires approval → autonomy_pause
     await step("rogue", "drop_table users")  # deny → danger_zone, broadcast
-    await h.call("delete_task", task_id="1")  # gatekeeper → permission_pending
+    await h.call("delete_task", session=sessions["peer"], task_id="1")  # gatekeeper → permission_pending
     await step("peer", "read_file a")
     await step("pusher", "git push --force to main")  # verify tier → autonomy_pause with verificationId
     await step("peer", "read_file b")

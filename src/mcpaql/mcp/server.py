@@ -73,11 +73,14 @@ def current_engine(source: Engine | EngineHolder) -> Engine:
     return source if isinstance(source, Engine) else source.engine
 
 
-def build_server(source: Engine | EngineHolder, *, transport: str = "mcp", session: Session | None = None) -> Server[Any]:
+def build_server(source: Engine | EngineHolder, *, transport: str = "mcp", session: Session | None = None,
+                 identify: Callable[[Any], str | None] | None = None) -> Server[Any]:
     """A low-level SDK ``Server`` serving ``source`` (an engine, or a holder that may rebuild it).
 
     ``session`` pins one mcpaql session to the whole server run (stdio, where the process is
     the connection); otherwise sessions follow the SDK's connections (see ``sessions``).
+    ``identify(request_context)`` is the identity seam: the caller's established identity (the
+    authenticated subject once auth exists), never anything taken from the request's arguments.
     When the holder rebuilds its engine, every client seen so far gets
     ``notifications/tools/list_changed`` and the next ``tools/list`` shows the new surface.
     """
@@ -91,7 +94,7 @@ def build_server(source: Engine | EngineHolder, *, transport: str = "mcp", sessi
                            schemas={t.name: t.input_schema for t in e.tools})
         return surface["tools"], surface["schemas"]
 
-    binder = SessionBinder(engine, transport=transport, pinned=session)
+    binder = SessionBinder(engine, transport=transport, pinned=session, identify=identify)
     listeners: weakref.WeakSet[Any] = weakref.WeakSet()
 
     async def notify_changed(_new: Engine) -> None:

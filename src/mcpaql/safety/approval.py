@@ -101,7 +101,8 @@ class ApprovalPage:
         return {
             "challenges": [
                 {"id": c["id"], "agent": c["agent"], "kind": c["kind"], "action": c.get("action", ""),
-                 "reason": c.get("reason", ""), "expires_at": c.get("expires_iso"), "code": c["code"],
+                 "reason": c.get("reason", ""), "expires_at": c.get("expires_iso"),
+                 "code": c.get("code") or "",  # codes exist only in the issuing process (never in the store)
                  "expires_in": max(0, int(c.get("expires_at", 0) - time.time()))}
                 for c in pending
             ],

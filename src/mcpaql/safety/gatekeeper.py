@@ -133,17 +133,18 @@ class Gatekeeper:
                 await self._log(spec.name, spec.family, danger, "allowed", source, values, ctx)
             return
         token = ctx.request_meta.get("_confirmation")
+        identity, bound_session = self.tokens.caller(ctx)
         if token is None:
             ttl = self.tokens.forbidden_ttl if danger.level is DangerLevel.FORBIDDEN else None
             reasons = list(danger.reasons) or [f"{spec.category.value} operation classified {danger.level.label}"]
             msg = danger.message(spec.name, values)
-            issued = await self.tokens.issue("confirmation", spec.name, values, ctx.session.id, ttl=ttl,
+            issued = await self.tokens.issue("confirmation", spec.name, values, identity, bound_session, ttl=ttl,
                                              context={"danger_level": danger.level.label, "reasons": reasons})
             await self.audit("CONFIRMATION_REQUIRED", operation=spec.name, endpoint=spec.family, result="denied",
-                             reason=source, token_id=issued.token, adapter_trust=self.trust.label,
-                             danger_level=int(danger.level), session_id=ctx.session.id)
+                             reason=source, token_id=issued.token_id, adapter_trust=self.trust.label,
+                             danger_level=int(danger.level), session_id=ctx.session.id, identity=identity)
             if self.loop is not None:
-                await self.loop.note_permission_pending(ctx.session.id, spec.name, danger.level.label, msg)
+                await self.loop.note_permission_pending(identity, spec.name, danger.level.label, msg)
             raise ConfirmationRequired(
                 "This operation requires confirmation: resend the same request with "
                 "params._confirmation set to the confirmation_token",
@@ -152,15 +153,15 @@ class Gatekeeper:
                 {"token": issued.token, "expires_at": issued.expires_iso, "message": msg, "reasons": reasons},
             )
         try:
-            await self.tokens.redeem("confirmation", token, spec.name, values, ctx.session.id)
+            rec = await self.tokens.redeem("confirmation", token, spec.name, values, identity, bound_session)
         except MCPAQLError:
             await self._log(spec.name, spec.family, danger, "denied", "token_rejected", values, ctx)
             raise
         await self.audit("CONFIRMATION_GRANTED", operation=spec.name, endpoint=spec.family, result="confirmed",
-                         token_id=token, adapter_trust=self.trust.label, danger_level=int(danger.level),
-                         session_id=ctx.session.id)
+                         token_id=rec["id"], adapter_trust=self.trust.label, danger_level=int(danger.level),
+                         session_id=ctx.session.id, identity=identity)
         if logged:
-            await self._log(spec.name, spec.family, danger, "confirmed", source, values, ctx, token)
+            await self._log(spec.name, spec.family, danger, "confirmed", source, values, ctx, rec["id"])
 
     def _denied(self, op: str, danger: Danger, permission: str, source: str) -> MCPAQLError:
         if permission == INTROSPECT_ONLY:
@@ -185,19 +186,19 @@ class Gatekeeper:
         )
 
     async def _log(self, op: str, endpoint: str, danger: Danger, outcome: str, reason: str, values: dict[str, Any],
-                   ctx: Context, token: str | None = None) -> None:
+                   ctx: Context, token_id: str | None = None) -> None:
         if outcome == "denied":
             await self.audit("OPERATION_DENIED", operation=op, endpoint=endpoint, result="denied", reason=reason,
                              adapter_trust=self.trust.label, danger_level=int(danger.level), session_id=ctx.session.id)
         if danger.level >= DangerLevel.DESTRUCTIVE:  # DANGER §7.4
             await self.audit("DANGEROUS_OPERATION", operation=op, danger_level=int(danger.level),
-                             adapter_trust=self.trust.label, outcome=outcome, confirmation_token=token,
+                             adapter_trust=self.trust.label, outcome=outcome, token_id=token_id,
                              parameters=redact(values), session_id=ctx.session.id)
 
     def _hook(self, ctx: Context) -> None:
         st = ctx.session.state
-        if st.get("mcpaql.safety.gate_hook"):
-            return
+        if ctx.session.per_request or st.get("mcpaql.safety.gate_hook"):
+            return  # a per-request session's tokens are bound to the identity, not to it
         st["mcpaql.safety.gate_hook"] = True
         sid = ctx.session.id
         tokens = self.tokens

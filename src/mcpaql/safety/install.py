@@ -25,6 +25,7 @@ from .confirmation import ConfirmationService
 from .danger import TrustLevel
 from .gatekeeper import Gatekeeper as GatekeeperGuard
 from .gatekeeper import PolicyRule
+from .identity import agent_id
 from .loop import MODES, SafetyLoop
 from .ratelimit import Quota, RateLimiter, RateRule
 from .verification import Challenges, DisplayChannel, OSDialogChannel, WebhookChannel
@@ -69,9 +70,13 @@ class SafetyConfig:
     webhook_url: str | None = None
     os_dialog: bool = False
     gatekeeper: bool = True
+    # Identity of callers whose transport established none (no auth): every client of this
+    # server; None → $MCPAQL_AGENT_ID → "default" (docs/safety.md "Identity").
+    agent_id: str | None = None
 
     def __post_init__(self) -> None:
         TrustLevel.parse(self.trust)  # validate early (REQ-TRUST-009)
+        agent_id(self.agent_id)
         if self.loop_mode is not None and self.loop_mode not in MODES:
             raise ValueError(f"loop_mode must be one of {', '.join(MODES)}, got {self.loop_mode!r}")
 
@@ -94,12 +99,13 @@ class Safety:
         self.store = store if store is not None else open_store(config.store)
         self.audit = Auditor(self.store, adapter)
         self.trust = TrustLevel.parse(config.trust)
+        self.agent_id = agent_id(config.agent_id)
         self.tokens = ConfirmationService(
             self.store, adapter, ttl_seconds=config.token_ttl_seconds,
             forbidden_ttl_seconds=config.forbidden_token_ttl_seconds,
             quota_ttl_seconds=config.quota_token_ttl_seconds,
             clock_skew_tolerance_seconds=config.clock_skew_tolerance_seconds, persist=config.persist_tokens,
-            audit=self.audit,
+            audit=self.audit, agent_id=self.agent_id,
         )
         rules = [RateRule.parse(r) for r in config.rate_limits]
         quotas = [Quota.parse(q) for q in config.quotas]
@@ -116,7 +122,7 @@ class Safety:
         if config.loop_mode is not None:
             self.loop = SafetyLoop(self.store, self.challenges, mode=config.loop_mode,
                                    autonomy=AutonomyConfig.parse(config.autonomy), audit=self.audit,
-                                   approve_start=config.approve_start)
+                                   approve_start=config.approve_start, agent_id=self.agent_id)
         self.gatekeeper = GatekeeperGuard(
             adapter, self.trust, self.tokens, self.limiter, self.audit,
             policies=[PolicyRule.parse(p) for p in config.policies], danger_overrides=config.danger_overrides,
@@ -125,16 +131,19 @@ class Safety:
 
     @property
     def guards(self) -> list[Any]:
+        """The engine guards, run for every operation in every mode and batch item: blocks and
+        pauses of the caller's identity first (an enforcing loop), then the gatekeeper."""
+        first = [self.loop.guard] if self.loop is not None and self.loop.mode == "enforcing" else []
         if self.config.gatekeeper:
-            return [self.gatekeeper]
+            return [*first, self.gatekeeper]
         if self.limiter is not None:  # rate limits without danger gating (e.g. an adapter file's own limits)
             limiter = self.limiter
 
             async def rate_limits_only(compiled: Any, values: dict[str, Any], ctx: Any) -> None:
                 await limiter.check(compiled.spec, values, ctx)
 
-            return [rate_limits_only]
-        return []
+            return [*first, rate_limits_only]
+        return first
 
     def engine(self, registry: Registry, config: Config | None = None, **kw: Any) -> Engine:
         """An Engine for an unfrozen ``registry`` with this safety in it: danger notes in the

@@ -34,7 +34,9 @@ sharing the store. Decisions (also in docs/safety.md, "Background executions"):
 * Any session of the adapter may read, cancel or retry an execution (its id is an unguessable
   96-bit token); a retry moves ownership to the retrying session.
 * When the starting session ends, its in-progress executions become ``cancelled`` with
-  ``reason: session_closed`` (REQ-EXEC-013) and their tasks are cancelled.
+  ``reason: session_closed`` (REQ-EXEC-013) and their tasks are cancelled — except a per-request
+  session's (stateless HTTP, 2026-07-28 requests), which ends with the very request that started
+  the execution.
 * A cancel issued by another process only changes the record; the owning task notices at its
   next ``report_progress`` and stops.
 * Every runtime has an instance id and, while it runs executions, writes a heartbeat to the store
@@ -285,8 +287,8 @@ class Jobs:
 
     def _session_hook(self, session: Session) -> None:
         key = f"mcpaql.jobs.hook.{id(self)}"
-        if session.state.get(key):
-            return
+        if session.per_request or session.state.get(key):
+            return  # a per-request session ends with its request: the execution must outlive it
         session.state[key] = True
         sid = session.id
 

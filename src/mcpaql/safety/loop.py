@@ -1,19 +1,27 @@
 """The execution safety loop (CORE §8.6–§8.8, ESL; REQ-LOOP-*, REQ-AUTO-*, REQ-OOB-*): the six
 reserved operations and the state behind them.
 
-Agent-level state, all in the store so it is shared by every process using it:
+State is kept per *identity* — who the caller is as the transport established it, never a
+request field (:mod:`.identity`); ``element_name`` names the element being executed (which
+execution a call concerns), it cannot select or escape the identity a block or pause applies
+to. All of it lives in the store so it is shared by every process using it:
 
 * **block** (``stopped: true``; deny pattern or ``danger_zone`` tier) — persists across
-  restarts; every execution operation of that agent is refused until ``verify_challenge``
-  succeeds or an admin unblocks it (approval page). New executions cannot bypass it.
+  restarts; the gatekeeper (:meth:`SafetyLoop.guard`) refuses every operation of that
+  identity except ``introspect``, ``record_execution_step`` and the two code submissions,
+  in every endpoint mode and batch item, until ``verify_challenge`` succeeds or an admin
+  unblocks it (approval page). New executions and renamed elements cannot bypass it.
 * **pause** (``continue: false``) — ``confirm``-kind pauses (requires-approval pattern,
   confirm tier, step limit, failed outcome, tolerance, gatekeeper ``permission_pending``)
   clear through ``confirm_operation``; ``verify``-kind pauses clear through
   ``verify_challenge`` or expiry and do not survive a restart (they carry this process's
-  boot id, CORE §8.8.3).
+  boot id, CORE §8.8.3). While paused, the gatekeeper refuses the identity's writes (every
+  category but READ) and ``execute_agent``; reads, introspection and the other loop
+  operations stay open.
 * one-shot **notifications** delivered on the next ``record_execution_step`` (pull-based).
   ``danger_zone`` notifications are derived from the live blocks, so they reach every
-  executing agent without a fan-out write.
+  executing agent without a fan-out write; the ``verificationId`` goes only to the blocked
+  identity itself (a challenge is a handle on that identity's approval).
 
 Self-approval is prevented because ``confirm_operation`` and ``verify_challenge`` need a code
 shown only on a human channel (REQ-AUTO-015); an agent naming itself as the approver is also
@@ -28,12 +36,14 @@ import uuid
 from typing import Any
 
 from ..protocol.categories import Category
+from ..protocol.compile import CompiledOperation
 from ..protocol.context import Context
 from ..protocol.errors import MCPAQLError
 from ..protocol.operations import OperationSpec, ParamSpec, TypeRef, TypeSpec
 from ..store.base import NS_BLOCK, NS_MARK, NS_NOTIFY, NS_PAUSE, Store
 from .audit import Auditor, now_iso
 from .autonomy import AutonomyConfig, Verdict, evaluate
+from .identity import DEFAULT_AGENT_ID, identity_of, token_session
 from .lifecycle import LIFECYCLE_INFO, Event, Executions
 from .verification import Challenges
 
@@ -50,18 +60,33 @@ def note(kind: str, message: str, **metadata: Any) -> dict[str, Any]:
     return n
 
 
-def _blocked_error(agent: str, block: dict[str, Any]) -> MCPAQLError:
+def _blocked_error(block: dict[str, Any]) -> MCPAQLError:
     return MCPAQLError(
         "PERMISSION_DENIED",
-        f"Permission denied: 'agent {agent} is hard-blocked until a human completes verify_challenge'",
-        {"reason": "agent_blocked", "element_name": agent, "verificationId": block.get("challenge_id")},
+        "Permission denied: 'this agent is hard-blocked until a human completes verify_challenge'",
+        {"reason": "agent_blocked", "element_name": block.get("element_name"),
+         "verificationId": block.get("challenge_id")},
     )
+
+
+def _paused_error(pause: dict[str, Any]) -> MCPAQLError:
+    what = "verify_challenge" if pause.get("kind") == "verify" else "confirm_operation"
+    return MCPAQLError(
+        "PERMISSION_DENIED",
+        f"Permission denied: 'this agent is paused until a human completes {what}'",
+        {"reason": "agent_paused", "verificationId": pause.get("challenge_id")},
+    )
+
+
+# While blocked, only these stay open: discovery, the directive (which carries the
+# verificationId) and the two ways out, each needing a code only a human has.
+_OPEN_WHILE_BLOCKED = frozenset({"introspect", "record_execution_step", "confirm_operation", "verify_challenge"})
 
 
 class SafetyLoop:
     def __init__(self, store: Store, challenges: Challenges, *, mode: str = "enforcing",
                  autonomy: AutonomyConfig | None = None, audit: Auditor | None = None,
-                 approve_start: bool = False) -> None:
+                 approve_start: bool = False, agent_id: str = DEFAULT_AGENT_ID) -> None:
         if mode not in MODES:
             raise ValueError(f"safety loop mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.store = store
@@ -75,6 +100,32 @@ class SafetyLoop:
         # human approves it (confirm_operation / approval page); otherwise the client's own
         # per-call approval of the EXECUTE tool is the one-time gate.
         self.approve_start = approve_start
+        self.agent_id = agent_id  # identity of callers whose transport established none
+
+    def identity(self, ctx: Context) -> str:
+        return identity_of(ctx, self.agent_id)
+
+    async def guard(self, compiled: CompiledOperation, values: dict[str, Any], ctx: Context) -> None:
+        """Engine guard (runs for every operation, endpoint mode and batch item): a hard-blocked
+        identity gets nothing but :data:`_OPEN_WHILE_BLOCKED`; a paused one no writes."""
+        if self.mode != "enforcing":
+            return
+        spec = compiled.spec
+        if spec.name == "introspect" or (spec.extensions.get("safety_loop") and spec.name in _OPEN_WHILE_BLOCKED):
+            return
+        identity = self.identity(ctx)
+        block, pause = await self.store.get_many([(NS_BLOCK, identity), (NS_PAUSE, identity)])
+        if block is not None:
+            await self.audit("OPERATION_REFUSED", agent=identity, operation=spec.name, reason="agent_blocked")
+            raise _blocked_error(block)
+        if pause is None or spec.category is Category.READ:
+            return
+        if spec.extensions.get("safety_loop") and spec.name != "execute_agent":
+            return  # finishing or aborting stays open; starting another execution does not
+        pause = await self._pause_of(identity, pause)
+        if pause is not None:
+            await self.audit("OPERATION_REFUSED", agent=identity, operation=spec.name, reason="agent_paused")
+            raise _paused_error(pause)
 
     # ---- state helpers ------------------------------------------------------------------------
 
@@ -87,7 +138,7 @@ class SafetyLoop:
         if cid and await self.challenges.get(cid) is not None:
             return block
         ch = await self.challenges.create(agent, "danger_zone", action=block.get("action", ""),
-                                          reason=block.get("reason", ""))
+                                          reason=block.get("reason", ""), element_name=block.get("element_name"))
         return await self.store.cas(NS_BLOCK, agent, {"challenge_id": cid}, {"challenge_id": ch["id"]}) or (
             await self.block_of(agent) or block)
 
@@ -111,7 +162,7 @@ class SafetyLoop:
             return pause
         kind = "verify" if pause.get("kind") == "verify" else "confirm"
         ch = await self.challenges.create(agent, kind, action=pause.get("action") or "", reason=pause.get("reason") or "",
-                                          execution_id=pause.get("execution_id"))
+                                          execution_id=pause.get("execution_id"), element_name=pause.get("element_name"))
         changes = {"challenge_id": ch["id"], "expires_at": ch["expires_at"]}
         return await self.store.cas(NS_PAUSE, agent, {"challenge_id": cid}, changes) or {**pause, **changes}
 
@@ -129,11 +180,14 @@ class SafetyLoop:
         rec = await self.store.take(NS_NOTIFY, agent)
         return list(rec["items"]) if rec else []
 
-    async def _danger_broadcast(self) -> list[dict[str, Any]]:
+    async def _danger_broadcast(self, identity: str) -> list[dict[str, Any]]:
+        """Every live block, to every executing agent (REQ-AUTO-013); the challenge id only to
+        the blocked identity itself, so no one else holds a handle on its approval."""
         return [
-            note("danger_zone", f"Agent '{b['agent']}' is hard-blocked: {b.get('reason', '')}",
-                 operation=b.get("action"), reason=b.get("reason"), verificationId=b.get("challenge_id"),
-                 agent=b["agent"])
+            note("danger_zone", f"Agent '{b.get('element_name') or b['agent']}' is hard-blocked: {b.get('reason', '')}",
+                 operation=b.get("action"), reason=b.get("reason"),
+                 verificationId=b.get("challenge_id") if b["agent"] == identity else None,
+                 agent=b.get("element_name") or b["agent"])
             for b in await self.store.scan(NS_BLOCK)
         ]
 
@@ -147,7 +201,7 @@ class SafetyLoop:
 
     async def _session_hook(self, ctx: Context) -> None:
         st = ctx.session.state
-        if not st.get("mcpaql.safety.loop_hook"):
+        if not ctx.session.per_request and not st.get("mcpaql.safety.loop_hook"):
             st["mcpaql.safety.loop_hook"] = True
             sid = ctx.session.id
 
@@ -160,25 +214,30 @@ class SafetyLoop:
 
     async def execute_agent(self, element_name: str, goal: str | None, parameters: dict[str, Any] | None,
                             ctx: Context) -> dict[str, Any]:
-        block = await self.block_of(element_name)
+        identity = self.identity(ctx)
+        block = await self.block_of(identity)
         if block is not None and self.mode == "enforcing":
-            await self._ensure_block_challenge(element_name, block)
-            raise _blocked_error(element_name, await self.block_of(element_name) or block)
+            await self._ensure_block_challenge(identity, block)
+            raise _blocked_error(await self.block_of(identity) or block)
         await self._session_hook(ctx)
-        cfg = self.cfg.for_agent(element_name)
-        rec = await self.executions.create(element_name, ctx.session.id, goal=goal, parameters=parameters or {})
-        await self.store.put(NS_MARK, f"running:{element_name}", {"execution_id": rec["execution_id"]})
+        cfg = self.cfg.for_agent(identity)
+        rec = await self.executions.create(element_name, token_session(ctx), identity=identity, goal=goal,
+                                           parameters=parameters or {})
+        await self.store.put(NS_MARK, _running(identity, element_name), {"execution_id": rec["execution_id"]})
         extra: dict[str, Any] = {}
         if self.approve_start and self.mode == "enforcing":
-            ch = await self.challenges.create(element_name, "confirm", action=f"start execution: {goal or ''}",
+            ch = await self.challenges.create(identity, "confirm", action=f"start execution: {goal or ''}",
                                               reason="Starting a monitored execution needs human approval",
-                                              execution_id=rec["execution_id"], purpose="start")
+                                              execution_id=rec["execution_id"], purpose="start",
+                                              element_name=element_name)
             extra = {"verificationId": ch["id"],
                      "reason": "Waiting for a human to approve the start (confirm_operation or the approval page)"}
-            await self.audit("EXECUTION_PENDING_APPROVAL", execution_id=rec["execution_id"], agent=element_name)
+            await self.audit("EXECUTION_PENDING_APPROVAL", execution_id=rec["execution_id"], agent=identity,
+                             element_name=element_name)
         else:
             rec = await self.executions.fire(rec["execution_id"], Event.START)
-            await self.audit("EXECUTION_STARTED", execution_id=rec["execution_id"], agent=element_name, mode=self.mode)
+            await self.audit("EXECUTION_STARTED", execution_id=rec["execution_id"], agent=identity,
+                             element_name=element_name, mode=self.mode)
         return {
             **Executions.view(rec),
             **extra,
@@ -192,10 +251,12 @@ class SafetyLoop:
         self, element_name: str, next_action_hint: str, step_description: str | None, outcome: str | None,
         findings: str | None, execution_id: str | None, ctx: Context,
     ) -> dict[str, Any]:
-        agent = element_name
+        agent = self.identity(ctx)
+        element = element_name
         if self.mode in ("disabled", "logging"):
             if self.mode == "logging":
-                await self.audit("STEP_RECORDED", agent=agent, execution_id=execution_id, action=next_action_hint[:500],
+                await self.audit("STEP_RECORDED", agent=agent, element_name=element, execution_id=execution_id,
+                                 action=next_action_hint[:500],
                                  outcome=outcome, step_description=(step_description or "")[:500],
                                  findings=(findings or "")[:500])
             return {"continue": True, "factors": [f"Safety loop {self.mode}: step recorded, not evaluated"]}
@@ -203,7 +264,7 @@ class SafetyLoop:
         notes: list[dict[str, Any]] = []
         # one round trip for the agent's state (MGET on Redis)
         block, ptr, pause, queued = await self.store.get_many(
-            [(NS_BLOCK, agent), (NS_MARK, f"running:{agent}"), (NS_PAUSE, agent), (NS_NOTIFY, agent)])
+            [(NS_BLOCK, agent), (NS_MARK, _running(agent, element)), (NS_PAUSE, agent), (NS_NOTIFY, agent)])
 
         async def drain() -> list[dict[str, Any]]:
             return await self._drain(agent) if queued is not None else []
@@ -215,9 +276,9 @@ class SafetyLoop:
                 "continue": False, "stopped": True, "reason": f"Agent is hard-blocked: {block.get('reason')}",
                 "factors": ["Agent is hard-blocked; a human must complete verify_challenge "
                             f"(verificationId {block.get('challenge_id')})"],
-                "notifications": await self._danger_broadcast() + await drain(),
+                "notifications": await self._danger_broadcast(agent) + await drain(),
             }
-        execution = await self._find_execution(agent, execution_id or (ptr or {}).get("execution_id"))
+        execution = await self._find_execution(agent, element, execution_id or (ptr or {}).get("execution_id"))
         if execution is None and ptr is not None and enforcing:
             pending = await self.executions.get(ptr["execution_id"])
             if pending is not None and pending.get("status") == "pending":
@@ -235,7 +296,7 @@ class SafetyLoop:
                 "continue": False,
                 "reason": f"Paused pending {what} for challenge {pause.get('challenge_id')}: {pause.get('reason')}",
                 "factors": [f"Awaiting human {what} (verificationId {pause.get('challenge_id')})"],
-                "notifications": [self._pause_note(pause), *await self._danger_broadcast(), *await drain()],
+                "notifications": [self._pause_note(pause), *await self._danger_broadcast(agent), *await drain()],
             }
         count = (await self.store.incr_window(f"steps:{execution['execution_id']}", STEP_WINDOW)).count
         cfg = self.cfg.for_agent(agent)
@@ -252,81 +313,86 @@ class SafetyLoop:
             directive["reason"] = verdict.reason
         if not verdict.proceed:
             if enforcing:
-                notes.extend(await self._act_on(agent, execution, verdict, next_action_hint, directive))
+                notes.extend(await self._act_on(agent, element, execution, verdict, next_action_hint, directive))
             else:
                 directive["continue"] = True
                 directive["factors"].append(f"Monitoring mode: would have paused ({verdict.reason})")
-        await self.audit("STEP_EVALUATED", agent=agent, execution_id=execution["execution_id"], step=step,
+        await self.audit("STEP_EVALUATED", agent=agent, element_name=element, execution_id=execution["execution_id"],
+                         step=step,
                          action=next_action_hint[:500], outcome=outcome, step_description=(step_description or "")[:500],
                          decision="continue" if directive["continue"]
                          else ("stopped" if directive.get("stopped") else "paused"), trigger=verdict.trigger,
                          risk=verdict.risk)
-        notes.extend(await self._danger_broadcast() if enforcing else [])
+        notes.extend(await self._danger_broadcast(agent) if enforcing else [])
         notes.extend(await drain())
         if notes:
             directive["notifications"] = notes
         return directive
 
-    async def _find_execution(self, agent: str, eid: str | None) -> dict[str, Any] | None:
-        if eid is None:  # the agent's latest execution, through a pointer (no scan on the hot path)
-            ptr = await self.store.get(NS_MARK, f"running:{agent}")
+    async def _find_execution(self, identity: str, element: str, eid: str | None) -> dict[str, Any] | None:
+        if eid is None:  # the element's latest execution, through a pointer (no scan on the hot path)
+            ptr = await self.store.get(NS_MARK, _running(identity, element))
             eid = ptr["execution_id"] if ptr else None
             if eid is None:
                 return None
         rec = await self.executions.get(eid)
-        ok = rec is not None and rec.get("element_name") == agent and rec.get("status") == "running"
+        ok = (rec is not None and rec.get("identity") == identity and rec.get("element_name") == element
+              and rec.get("status") == "running")
         return rec if ok else None
 
     async def _steps(self, eid: str) -> int:
         return (await self.store.peek_window(f"steps:{eid}", STEP_WINDOW)).count
 
-    async def _act_on(self, agent: str, execution: dict[str, Any], v: Verdict, hint: str,
+    async def _act_on(self, agent: str, element: str, execution: dict[str, Any], v: Verdict, hint: str,
                       directive: dict[str, Any]) -> list[dict[str, Any]]:
         eid = execution["execution_id"]
         if v.stops:  # deny pattern or danger_zone tier: hard block, persisted (CORE §8.8.1, §8.8.3)
-            await self._hard_block(agent, eid, v.reason or "", hint, v.trigger)
+            await self._hard_block(agent, element, eid, v.reason or "", hint, v.trigger)
             directive["stopped"] = True
             return []  # the danger_zone notification comes from the broadcast of live blocks
         kind = "verify" if v.trigger == "verify" else "confirm"
-        ch = await self.challenges.create(agent, kind, action=hint, reason=v.reason or "", execution_id=eid)
-        pause = {"agent": agent, "kind": kind, "challenge_id": ch["id"], "reason": v.reason, "trigger": v.trigger,
-                 "tier": v.tier, "action": hint[:500], "execution_id": eid, "expires_at": ch["expires_at"],
-                 "boot": self.boot}
+        ch = await self.challenges.create(agent, kind, action=hint, reason=v.reason or "", execution_id=eid,
+                                          element_name=element)
+        pause = {"agent": agent, "element_name": element, "kind": kind, "challenge_id": ch["id"], "reason": v.reason,
+                 "trigger": v.trigger, "tier": v.tier, "action": hint[:500], "execution_id": eid,
+                 "expires_at": ch["expires_at"], "boot": self.boot}
         await self.store.put(NS_PAUSE, agent, pause)
         await self.audit("AGENT_PAUSED", agent=agent, execution_id=eid, challenge_id=ch["id"], trigger=v.trigger)
         return [self._pause_note(pause)]
 
     async def complete_execution(self, element_name: str, execution_id: str | None, summary: str | None,
                                  ctx: Context) -> dict[str, Any]:
-        return await self._finish(element_name, execution_id, Event.COMPLETE, {"summary": summary})
+        return await self._finish(ctx, element_name, execution_id, Event.COMPLETE, {"summary": summary})
 
     async def abort_execution(self, element_name: str, execution_id: str | None, reason: str | None,
                               ctx: Context) -> dict[str, Any]:
-        return await self._finish(element_name, execution_id, Event.CANCEL, {"reason": reason or "aborted"})
+        return await self._finish(ctx, element_name, execution_id, Event.CANCEL, {"reason": reason or "aborted"})
 
-    async def _finish(self, agent: str, eid: str | None, event: Event, extra: dict[str, Any]) -> dict[str, Any]:
+    async def _finish(self, ctx: Context, element: str, eid: str | None, event: Event,
+                      extra: dict[str, Any]) -> dict[str, Any]:
+        agent = self.identity(ctx)
         block = await self.block_of(agent)
         if block is not None and self.mode == "enforcing":
-            raise _blocked_error(agent, block)
+            raise _blocked_error(block)
         if eid is None:
-            rec = await self._find_execution(agent, None)
+            rec = await self._find_execution(agent, element, None)
             if rec is None:
-                raise MCPAQLError("NOT_FOUND_RESOURCE", f"Resource 'execution' not found: 'running execution of {agent}'",
-                                  {"resource_type": "execution", "resource_id": agent})
+                raise MCPAQLError("NOT_FOUND_RESOURCE", f"Resource 'execution' not found: 'running execution of {element}'",
+                                  {"resource_type": "execution", "resource_id": element})
             eid = rec["execution_id"]
         else:
             rec = await self.executions.get(eid)
-            if rec is None or rec.get("element_name") != agent:
+            if rec is None or rec.get("element_name") != element or rec.get("identity") != agent:
                 raise MCPAQLError("NOT_FOUND_RESOURCE", f"Resource 'execution' not found: '{eid}'",
                                   {"resource_type": "execution", "resource_id": eid})
         done = await self.executions.fire(eid, event, **{k: v for k, v in extra.items() if v is not None})
-        await self.audit("EXECUTION_" + done["status"].upper(), agent=agent, execution_id=eid)
+        await self.audit("EXECUTION_" + done["status"].upper(), agent=agent, element_name=element, execution_id=eid)
         pause = await self.store.get(NS_PAUSE, agent)
         if pause is not None and pause.get("execution_id") == eid:
             await self.store.delete(NS_PAUSE, agent)
-        ptr = await self.store.get(NS_MARK, f"running:{agent}")
+        ptr = await self.store.get(NS_MARK, _running(agent, element))
         if ptr is not None and ptr.get("execution_id") == eid:
-            await self.store.delete(NS_MARK, f"running:{agent}")
+            await self.store.delete(NS_MARK, _running(agent, element))
         # terminal results are kept for a while (REQ-EXEC-014), then purged with their counter
         steps = await self._steps(eid)
         done = {**done, "steps": steps}
@@ -336,24 +402,27 @@ class SafetyLoop:
 
     async def confirm_operation(self, challenge_id: str, code: str, element_name: str | None,
                                 ctx: Context) -> dict[str, Any]:
-        peek = await self.challenges.get(challenge_id)
-        if peek is not None and element_name is not None and element_name == peek.get("agent"):
+        identity = self.identity(ctx)
+        peek = await self.challenges.get(challenge_id) if isinstance(challenge_id, str) else None
+        if (peek is not None and peek.get("agent") == identity and element_name is not None
+                and element_name == peek.get("element_name")):
             await self.audit("SELF_APPROVAL_REFUSED", agent=element_name, challenge_id=challenge_id, outcome="failure")
             raise MCPAQLError(
                 "PERMISSION_DENIED",
                 "Permission denied: 'an agent cannot approve its own paused or blocked action'",
                 {"reason": "self_approval", "challenge_id": challenge_id},
             )
-        ch = await self.challenges.verify(challenge_id, code, kinds=("confirm",), caller=element_name)
+        ch = await self.challenges.verify(challenge_id, code, kinds=("confirm",), caller=identity)
         return await self._resolve(ch, "confirm_operation")
 
     async def verify_challenge(self, challenge_id: str, code: str, ctx: Context) -> dict[str, Any]:
-        ch = await self.challenges.verify(challenge_id, code, kinds=("verify", "danger_zone"))
+        ch = await self.challenges.verify(challenge_id, code, kinds=("verify", "danger_zone"), caller=self.identity(ctx))
         return await self._resolve(ch, "verify_challenge")
 
     async def _resolve(self, ch: dict[str, Any], via: str) -> dict[str, Any]:
         agent = ch["agent"]
-        out: dict[str, Any] = {"verified": True, "challenge_id": ch["id"], "element_name": agent, "kind": ch["kind"]}
+        out: dict[str, Any] = {"verified": True, "challenge_id": ch["id"],
+                               "element_name": ch.get("element_name") or agent, "kind": ch["kind"]}
         if ch["kind"] == "danger_zone":
             block = await self.block_of(agent)
             out["unblocked"] = block is not None and await self.store.delete(NS_BLOCK, agent)
@@ -400,11 +469,13 @@ class SafetyLoop:
         rec = await self.store.take("challenge", challenge_id)
         if rec is None:
             return False
+        await self.challenges.discard(challenge_id)
         await self.audit("ADMIN_OVERRIDE", agent=rec.get("agent"), action="approve", challenge_id=challenge_id, by=by)
-        await self._resolve({k: rec.get(k) for k in ("id", "agent", "kind", "purpose", "execution_id")}, "approval page")
+        await self._resolve({k: rec.get(k) for k in ("id", "agent", "element_name", "kind", "purpose", "execution_id")},
+                            "approval page")
         return True
 
-    async def note_permission_pending(self, session_id: str, operation: str, level: str, reason: str) -> None:
+    async def note_permission_pending(self, identity: str, operation: str, level: str, reason: str) -> None:
         """A gatekeeper ``CONFIRMATION_REQUIRED`` inside a loop, by danger level (DANGER §8.1–8.2,
         REQ-DANGER-017): up to ``destructive`` → ``permission_pending`` (GK §7.3, cleared by
         ``confirm_operation``); ``dangerous`` → verify tier: an ``autonomy_pause`` for that agent
@@ -413,34 +484,41 @@ class SafetyLoop:
         if self.mode != "enforcing":
             return
         action = f"operation {operation}"
-        for ex in await self.store.scan("execution", {"session_id": session_id, "status": "running"}):
-            agent, eid = ex["element_name"], ex["execution_id"]
+        for ex in await self.store.scan("execution", {"identity": identity, "status": "running"}):
+            agent, element, eid = identity, ex["element_name"], ex["execution_id"]
             if level == "forbidden":
                 if await self.block_of(agent) is None:
-                    await self._hard_block(agent, eid, reason, action, "gatekeeper")
+                    await self._hard_block(agent, element, eid, reason, action, "gatekeeper")
                 continue
             if await self.store.get(NS_PAUSE, agent) is not None:
                 continue
             if level == "dangerous":
-                ch = await self.challenges.create(agent, "verify", action=action, reason=reason, execution_id=eid)
-                pause = {"agent": agent, "kind": "verify", "challenge_id": ch["id"], "reason": reason,
+                ch = await self.challenges.create(agent, "verify", action=action, reason=reason, execution_id=eid,
+                                                  element_name=element)
+                pause = {"agent": agent, "element_name": element, "kind": "verify", "challenge_id": ch["id"],
+                         "reason": reason,
                          "trigger": "gatekeeper", "tier": "verify", "action": action, "operation": operation,
                          "level": level, "execution_id": eid, "expires_at": ch["expires_at"], "boot": self.boot}
                 await self.store.put(NS_PAUSE, agent, pause)
                 await self.audit("AGENT_PAUSED", agent=agent, execution_id=eid, challenge_id=ch["id"], trigger="gatekeeper")
                 continue
-            ch = await self.challenges.create(agent, "confirm", action=action, reason=reason, execution_id=eid)
+            ch = await self.challenges.create(agent, "confirm", action=action, reason=reason, execution_id=eid,
+                                              element_name=element)
             await self.store.put(NS_PAUSE, agent, {
-                "agent": agent, "kind": "permission", "challenge_id": ch["id"], "operation": operation,
+                "agent": agent, "element_name": element, "kind": "permission", "challenge_id": ch["id"], "operation": operation,
                 "level": level, "reason": reason, "trigger": "gatekeeper", "execution_id": eid,
                 "expires_at": ch["expires_at"], "boot": self.boot})
 
-    async def _hard_block(self, agent: str, eid: str, reason: str, action: str, trigger: str) -> None:
-        """danger_zone (CORE §8.8.1, §8.8.3): persisted; lifted only by verify_challenge or an admin."""
-        ch = await self.challenges.create(agent, "danger_zone", action=action, reason=reason, execution_id=eid)
-        await self.store.put(NS_BLOCK, agent, {"agent": agent, "reason": reason, "action": action[:500],
-                                               "challenge_id": ch["id"], "blocked_at": now_iso(), "execution_id": eid})
-        await self.audit("AGENT_BLOCKED", agent=agent, execution_id=eid, challenge_id=ch["id"], trigger=trigger)
+    async def _hard_block(self, agent: str, element: str, eid: str, reason: str, action: str, trigger: str) -> None:
+        """danger_zone (CORE §8.8.1, §8.8.3): persisted; lifted only by verify_challenge or an admin.
+        Keyed by identity: every element and execution of that identity is stopped."""
+        ch = await self.challenges.create(agent, "danger_zone", action=action, reason=reason, execution_id=eid,
+                                          element_name=element)
+        await self.store.put(NS_BLOCK, agent, {"agent": agent, "element_name": element, "reason": reason,
+                                               "action": action[:500], "challenge_id": ch["id"],
+                                               "blocked_at": now_iso(), "execution_id": eid})
+        await self.audit("AGENT_BLOCKED", agent=agent, element_name=element, execution_id=eid, challenge_id=ch["id"],
+                         trigger=trigger)
 
     # ---- the operation specs --------------------------------------------------------------------
 
@@ -529,6 +607,11 @@ class SafetyLoop:
                           is_async=True, origin="mcpaql.safety", extensions=dict(ext), types=_TYPES, **extra)
             for fn, cat, doc, params, ret, extra in table
         ]
+
+
+def _running(identity: str, element: str) -> str:
+    """The store key of an element's running-execution pointer, within its identity."""
+    return f"running:{identity}\x1f{element}"
 
 
 def _f(name: str, type_: str, required: bool, description: str, **extra: Any) -> dict[str, Any]:

@@ -97,7 +97,8 @@ class RateLimiter:
         return f"{key}:{session_id}" if rule.per_session else key
 
     async def check(self, spec: OperationSpec, values: dict[str, Any], ctx: Context) -> None:
-        sid = ctx.session.id
+        identity, session = self.tokens.caller(ctx)
+        sid = session or f"identity:{identity}"  # a per-request session would reset the count each call
         taken: list[tuple[str, int]] = []
         try:
             for i, rule in enumerate(self.rules):
@@ -142,7 +143,7 @@ class RateLimiter:
             if await self.store.get(NS_MARK, mark) is None:
                 token = ctx.request_meta.get("_quota_continue")
                 if token is None:
-                    issued = await self.tokens.issue("quota_continue", spec.name, values, ctx.session.id,
+                    issued = await self.tokens.issue("quota_continue", spec.name, values, *self.tokens.caller(ctx),
                                                      context={"quota_metric": q.metric})
                     details: dict[str, Any] = {"metric": q.metric, "current": current, "pause_threshold": q.pause,
                                                "confirmation_token": issued.token, "expires_at": issued.expires_iso,
@@ -155,7 +156,7 @@ class RateLimiter:
                         "confirmation_token to continue",
                         details,
                     )
-                await self.tokens.redeem("quota_continue", token, spec.name, values, ctx.session.id)
+                await self.tokens.redeem("quota_continue", token, spec.name, values, *self.tokens.caller(ctx))
                 await self.store.put(NS_MARK, mark, {"metric": q.metric}, purge_at=w.resets_at)
         if current >= q.warn:
             ctx.warn(

@@ -2,15 +2,18 @@
 
 A challenge has a random UUID v4 id (what the agent sees) and a code of 160 bits from
 :mod:`secrets` (what only the human sees, through a :class:`DisplayChannel`: the local
-approval page, a webhook, an OS dialog). The code is stored server-side with its SHA-256;
-it is never put in an MCP response, ``_meta``, error, audit entry or log line — records
-leave this module only through :func:`public`, which drops it.
+approval page, a webhook, an OS dialog). The store keeps only a salted hash of the code
+(:mod:`.sealing`); the code itself exists only in the display channels and, for the approval
+page of this process, in this process's memory (``pending(with_codes=True)``). It is never
+put in an MCP response, ``_meta``, error, audit entry or log line.
 
-Verification is one-time: the challenge is *taken* from the store atomically on the first
-attempt, right or wrong, so a wrong guess burns it. Expired challenges count as failed.
-Failed attempts are limited per agent (10 per 60 s by default) in a store window, so the
-limit holds across restarts and across processes sharing the store; once exceeded, further
-attempts are refused with ``RATE_LIMIT_EXCEEDED`` even with the right code.
+A challenge belongs to the *identity* it concerns (:mod:`.identity`): only that identity can
+submit a code for it — for any other caller it is unknown, and the attempt is counted against
+the caller. Verification is one-time: the challenge is *taken* from the store atomically on
+its identity's first attempt, right or wrong, so a wrong guess burns it (the failure budget
+of a challenge is one attempt; a fresh challenge is issued on the next step). Failed attempts
+are also limited per *calling* identity (10 per 60 s by default) in a store window, so the
+limit holds across restarts and processes; one caller's failures never lock out another.
 """
 
 from __future__ import annotations
@@ -18,8 +21,6 @@ from __future__ import annotations
 import abc
 import asyncio
 import base64
-import hashlib
-import hmac
 import logging
 import os
 import re
@@ -32,11 +33,12 @@ from typing import Any
 from ..protocol.errors import MCPAQLError
 from ..store.base import NS_CHALLENGE, Store
 from .audit import Auditor, iso
+from .sealing import opens, seal
 
 log = logging.getLogger("mcpaql.safety.verification")
 
 CODE_BYTES = 20  # 160 bits ≥ the 128 required (CORE §8.8.2)
-_SECRET_KEYS = ("code", "code_hash")
+_SECRET_KEYS = ("code", "code_seal")
 
 
 def new_code() -> str:
@@ -46,10 +48,6 @@ def new_code() -> str:
 
 def normalize_code(code: str) -> str:
     return re.sub(r"[^A-Z2-7]", "", code.upper())
-
-
-def code_hash(code: str) -> str:
-    return hashlib.sha256(normalize_code(code).encode("ascii")).hexdigest()
 
 
 def public(record: dict[str, Any]) -> dict[str, Any]:
@@ -146,21 +144,27 @@ class Challenges:
         self.max_failures = max_failures
         self.window = failure_window_seconds
         self.audit = audit or Auditor(store, "safety")
+        # Codes of the challenges this process issued, for its own approval page only: the store
+        # never holds them, so a page in another process shows those challenges without a code.
+        self._codes: dict[str, tuple[str, float]] = {}
 
     async def create(self, agent: str, kind: str, *, action: str = "", reason: str = "",
                      **extra: Any) -> dict[str, Any]:
-        """Create and display a challenge; return its public form (no code)."""
+        """Create and display a challenge for identity ``agent``; return its public form (no code)."""
         code = new_code()
         now = time.time()
         cid = str(uuid.uuid4())
         rec = {"id": cid, "agent": agent, "kind": kind, "action": action[:500], "reason": reason,
                "created_at": iso(now), "expires_at": now + self.ttl, "expires_iso": iso(now + self.ttl),
-               "code": code, "code_hash": code_hash(code), **extra}
+               "code_seal": seal(normalize_code(code)), **extra}
         await self.store.put(NS_CHALLENGE, cid, rec, purge_at=now + self.ttl + 3600)
+        self._codes = {k: v for k, v in self._codes.items() if v[1] > now}
+        self._codes[cid] = (code, now + self.ttl)
         await self.audit("CHALLENGE_ISSUED", challenge_id=cid, agent=agent, kind=kind, outcome="success")
+        shown = {**public(rec), "code": code}
         for ch in self.channels:
             try:
-                await ch.show(dict(rec))
+                await ch.show(dict(shown))
             except Exception as e:
                 log.warning("display channel %s failed: %s", ch.name, type(e).__name__)
         return public(rec)
@@ -170,30 +174,43 @@ class Challenges:
         return public(rec) if rec else None
 
     async def pending(self, *, with_codes: bool = False) -> list[dict[str, Any]]:
-        """Unexpired challenges; ``with_codes`` is for the human channel only (approval page)."""
+        """Unexpired challenges, public form. ``with_codes`` (for the human channel only: the
+        approval page) adds ``code`` to those this process issued; others have no code here."""
         now = time.time()
-        out = [r for r in await self.store.scan(NS_CHALLENGE) if r.get("expires_at", 0) > now]
+        out = [public(r) for r in await self.store.scan(NS_CHALLENGE) if r.get("expires_at", 0) > now]
         out.sort(key=lambda r: r.get("created_at", ""))
-        return out if with_codes else [public(r) for r in out]
+        if with_codes:
+            for r in out:
+                held = self._codes.get(r["id"])
+                if held is not None:
+                    r["code"] = held[0]
+        return out
 
-    def _fail_key(self, agent: str) -> str:
-        return f"oobfail:{agent}"
+    def code_of(self, cid: str) -> str | None:
+        """The code of a challenge this process issued and nobody has tried yet (human channel only)."""
+        held = self._codes.get(cid)
+        return held[0] if held is not None else None
 
-    async def verify(self, cid: Any, code: Any, *, kinds: tuple[str, ...] | None = None,
-                     caller: str | None = None) -> dict[str, Any]:
-        """Check ``code`` for challenge ``cid``; return the public challenge or raise."""
+    def _fail_key(self, caller: str) -> str:
+        return f"oobfail:{caller}"
+
+    async def verify(self, cid: Any, code: Any, *, caller: str,
+                     kinds: tuple[str, ...] | None = None) -> dict[str, Any]:
+        """Check ``code`` for challenge ``cid`` on behalf of identity ``caller``; return the
+        public challenge or raise. Another identity's challenge is treated as unknown."""
         cid = cid if isinstance(cid, str) else ""
-        peek = await self.store.get(NS_CHALLENGE, cid) if cid else None
-        agent = (peek or {}).get("agent") or caller or "unknown"
-        fails = await self.store.peek_window(self._fail_key(agent), self.window)
+        fails = await self.store.peek_window(self._fail_key(caller), self.window)
         if fails.count >= self.max_failures:
-            await self.audit("VERIFICATION_RATE_LIMITED", challenge_id=cid, agent=agent, outcome="failure")
+            await self.audit("VERIFICATION_RATE_LIMITED", challenge_id=cid, agent=caller, outcome="failure")
             raise MCPAQLError(
                 "RATE_LIMIT_EXCEEDED",
-                f"Too many failed verification attempts for agent '{agent}'; try again later",
+                "Too many failed verification attempts from this caller; try again later",
                 {"limit": self.max_failures, "remaining": 0, "window": "minute", "resets_at": iso(fails.resets_at),
-                 "retry_after_seconds": fails.retry_after(), "agent": agent},
+                 "retry_after_seconds": fails.retry_after()},
             )
+        peek = await self.store.get(NS_CHALLENGE, cid) if cid else None
+        if peek is not None and peek.get("agent") != caller:
+            peek = None  # not this caller's challenge: it stays untouched for its own identity
         if peek is not None and kinds is not None and peek.get("kind") not in kinds:
             raise MCPAQLError(
                 "VALIDATION_INVALID_VALUE",
@@ -201,17 +218,19 @@ class Challenges:
                 f"{'verify_challenge' if peek.get('kind') != 'confirm' else 'confirm_operation'}",
                 {"param_name": "challenge_id", "constraint": "kind", "kind": peek.get("kind")},
             )
-        rec = await self.store.take(NS_CHALLENGE, cid) if cid else None  # one-time use, right or wrong
+        rec = await self.store.take(NS_CHALLENGE, cid) if peek is not None else None  # one-time use
+        if rec is not None:
+            self._codes.pop(cid, None)
         reason = None
         if rec is None:
             reason = "unknown_or_used"
         elif rec.get("expires_at", 0) < time.time():
             reason = "expired"
-        elif not isinstance(code, str) or not hmac.compare_digest(code_hash(code), rec["code_hash"]):
+        elif not isinstance(code, str) or not opens(rec.get("code_seal"), normalize_code(code)):
             reason = "wrong_code"
         if reason is not None:
-            w = await self.store.incr_window(self._fail_key(agent), self.window)
-            await self.audit("VERIFICATION_FAILED", challenge_id=cid, agent=agent, outcome="failure",
+            w = await self.store.incr_window(self._fail_key(caller), self.window)
+            await self.audit("VERIFICATION_FAILED", challenge_id=cid, agent=caller, outcome="failure",
                              failure_reason=reason)
             msg = "Verification challenge has expired" if reason == "expired" else "Verification failed"
             raise MCPAQLError(
@@ -221,11 +240,12 @@ class Challenges:
                  "challenge_id": cid, "attempts_remaining": max(0, self.max_failures - w.count)},
             )
         assert rec is not None
-        await self.audit("VERIFICATION_SUCCEEDED", challenge_id=cid, agent=agent, kind=rec.get("kind"),
+        await self.audit("VERIFICATION_SUCCEEDED", challenge_id=cid, agent=caller, kind=rec.get("kind"),
                          outcome="success")
         return public(rec)
 
     async def discard(self, cid: str) -> None:
+        self._codes.pop(cid, None)
         await self.store.delete(NS_CHALLENGE, cid)
 
     async def close(self) -> None:

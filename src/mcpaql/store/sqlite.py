@@ -7,20 +7,31 @@ it first runs inline on the event loop with a zero busy timeout; only when anoth
 holds the write lock (``SQLITE_BUSY``) does it retry on a dedicated thread with its own
 connection and a long busy timeout, so the loop never waits on a lock. Every write commits
 before returning, so state survives ``kill -9``.
+
+Secrets at rest: the file is created owner-only (0600, in a 0700 directory when we create it)
+and a file other users can read, or a directory other users can write, is refused at open
+with one line (:class:`InsecureStoreError`). SQLite gives the ``-wal``/``-shm`` files the
+database file's mode. ``secure_delete`` zeroes deleted records, and after each deletion from a
+secret-bearing namespace (a used or burnt challenge, a revoked token: salted hashes only, never
+the values) the WAL is checkpointed and truncated, so what was deleted does not linger in the
+log either. Issuing and consuming do not checkpoint: the live record is in the database anyway,
+and a checkpoint's fsync would cost a confirmation round trip ~100x (bench/bench_safety.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
+import stat
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .base import Record, Store, Window, matches, window_start
+from .base import NS_CHALLENGE, NS_TOKEN, Record, Store, Window, matches, window_start
 
 T = TypeVar("T")
 
@@ -49,21 +60,50 @@ def _dump(v: Record) -> str:
     return json.dumps(v, separators=(",", ":"), sort_keys=True)
 
 
+SECRET_NAMESPACES = frozenset({NS_TOKEN, NS_CHALLENGE})
+
+
+class InsecureStoreError(ValueError):
+    """The store file or its directory is open to other users; the message is one line."""
+
+
+def secure_file(path: Path) -> None:
+    """Create ``path`` owner-only if missing (its directory 0700 when we create it); refuse a
+    file other users can read or write, or a directory other users can write."""
+    parent = path.parent
+    if not parent.exists():
+        parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if parent.stat().st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not parent.stat().st_mode & stat.S_ISVTX:
+        raise InsecureStoreError(
+            f"safety store directory {parent} is writable by other users: chmod 700 it or choose another store path")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        mode = os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
+    if mode & 0o077:
+        raise InsecureStoreError(
+            f"safety store {path} is readable by other users (mode {stat.S_IMODE(mode):o}): chmod 600 it")
+
+
 class SQLiteStore(Store):
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         if path is None:
             path = default_path()
         self.path = str(path)
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            secure_file(Path(self.path))
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcpaql-sqlite")
         self._inline: sqlite3.Connection | None = self._connect(0)
         # ":memory:" is private to one connection: no other process can contend, stay inline
         self._worker = None if self.path == ":memory:" else self._pool.submit(self._connect, 30000).result()
+        self._dirty = False
+        self._pending: Future[None] | None = None
 
     def _connect(self, busy_ms: int) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=busy_ms / 1000)
         db.execute(f"PRAGMA busy_timeout={busy_ms}")
+        db.execute("PRAGMA secure_delete=ON")
         if busy_ms:
             db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
@@ -96,6 +136,29 @@ class SQLiteStore(Store):
             raise
         db.execute("COMMIT")
         return out
+
+    def _scrub(self, ns: str) -> None:
+        """After a deletion from a secret-bearing namespace: fold the WAL into the database and
+        truncate it. ``secure_delete`` has already zeroed what was deleted in the database.
+
+        The checkpoint fsyncs (tens of ms on a slow disk), so it runs on the worker thread,
+        not the event loop, and deletions arriving meanwhile share one pending checkpoint."""
+        if ns not in SECRET_NAMESPACES or self._worker is None:
+            return
+        self._dirty = True
+        if self._pending is None or self._pending.done():
+            self._pending = self._pool.submit(self._checkpoint_now)
+
+    def _checkpoint_now(self) -> None:
+        while self._dirty and self._worker is not None:
+            self._dirty = False
+            with contextlib.suppress(sqlite3.OperationalError):  # best effort: the next deletion retries
+                self._worker.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+    async def checkpoint(self) -> None:
+        """Wait until the WAL has been folded in and truncated after the last secret deletion."""
+        if self._pending is not None:
+            await asyncio.wrap_future(self._pending)
 
     @staticmethod
     def _live(row: tuple[str, float | None] | None, now: float) -> Record | None:
@@ -141,7 +204,9 @@ class SQLiteStore(Store):
             ).fetchone()
             return self._live(row, time.time())
 
-        return await self._run(op, tx=True)
+        rec = await self._run(op, tx=True)
+        self._scrub(ns)
+        return rec
 
     async def cas(self, ns: str, key: str, expect: Record, changes: Record) -> Record | None:
         def op(db: sqlite3.Connection) -> Record | None:
@@ -159,7 +224,9 @@ class SQLiteStore(Store):
         def op(db: sqlite3.Connection) -> bool:
             return db.execute("DELETE FROM records WHERE ns=? AND key=?", (ns, key)).rowcount > 0
 
-        return await self._run(op)
+        gone = await self._run(op)
+        self._scrub(ns)
+        return gone
 
     async def scan(self, ns: str, where: Record | None = None) -> list[Record]:
         def op(db: sqlite3.Connection) -> list[Record]:
