@@ -32,6 +32,23 @@ _PY_TYPES: dict[str, Callable[[Any], bool]] = {
 }
 
 
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON Schema means it for ``enum``/``const``: ``true`` is not ``1`` (Python says
+    it is), ``1.0`` is ``1``, and arrays/objects compare member by member."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a is b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | dict) or isinstance(b, list | dict):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:  # pragma: no cover - values decoded from JSON always compare
+        return False
+
+
 def _check_format(fmt: str) -> Callable[[str], bool] | None:
     if fmt == "date-time":
         return lambda v: _parses(lambda: datetime.fromisoformat(v.replace("Z", "+00:00")))
@@ -96,7 +113,7 @@ def _compile(s: dict[str, Any], closed_objects: bool, memo: Memo) -> Checker:
         allowed = list(enum)
 
         def check_enum(v: Any, path: str) -> Any:
-            if v not in allowed or (isinstance(v, bool) and not any(a is v for a in allowed)):
+            if not any(json_equal(v, a) for a in allowed):
                 shown = ", ".join(repr(a) if not isinstance(a, str) else f"'{a}'" for a in allowed[:20])
                 raise invalid_value(path, "enum", f"must be one of: {shown}", allowed=allowed)
             return v
@@ -106,7 +123,7 @@ def _compile(s: dict[str, Any], closed_objects: bool, memo: Memo) -> Checker:
         const = s["const"]
 
         def check_const(v: Any, path: str) -> Any:
-            if v != const:
+            if not json_equal(v, const):
                 raise invalid_value(path, "const", f"must be {const!r}", allowed=[const])
             return v
 
