@@ -36,7 +36,7 @@ def _encoding(name: str = ENCODING) -> Any:
 # The tokenizer refuses inputs of a million characters or more ("Input too long to encode
 # safely"); a large surface (GitHub's REST description as discrete tools: tens of MB) is counted
 # in chunks below that.
-CHUNK_CHARS = 200_000
+CHUNK_CHARS = 200_000  # also under its 200,000-token limit per call: a token is at least one character
 # A chunk ends before a space that sits between two ASCII letters: the pre-tokenizer always ends a
 # word there and starts the next piece (" word") with that space, so counts add up exactly.
 _SAFE_CUT = re.compile(r"(?<=[A-Za-z]) (?=[A-Za-z])")
