@@ -323,10 +323,25 @@ def test_deep_nesting_is_refused_in_one_line(depth: int) -> None:
     assert str(e.value) == f"schema nested more than {MAX_DEPTH} levels deep"
 
 
-def test_deep_ref_chain_and_size_budget_are_refused() -> None:
-    defs = {f"D{i}": {"type": "object", "properties": {"next": {"$ref": f"#/$defs/D{i + 1}"}}} for i in range(200)}
-    with pytest.raises(SchemaTooComplex):
-        resolve({"$ref": "#/$defs/D0", "$defs": defs}, "Chain")
+def test_a_long_chain_of_distinct_shapes_is_served_and_listed() -> None:
+    """200 components each referring to the next: nested only so deep, then shown by name and
+    resolved from the top, so every type is listed and the resolved graph stays shallow."""
+    defs = {
+        f"D{i}": {"type": "object", "properties": {"next": {"$ref": f"#/$defs/D{i + 1}"}, "n": {"type": "integer"}}}
+        for i in range(200)
+    }
+    ctx = SchemaContext()
+    params, types = params_from_schema(
+        "chain", {"type": "object", "properties": {"head": {"$ref": "#/$defs/D0"}}, "$defs": defs}, ctx
+    )
+    assert {t.name for t in types} == {f"D{i}" for i in range(200)}
+    check = compile_schema(params[0].schema)
+    assert check({"next": {"next": {"n": 2}}}, "head") == {"next": {"next": {"n": 2}}}
+    with pytest.raises(MCPAQLError):
+        check({"next": {"next": {"n": "two"}}}, "head")
+
+
+def test_size_budget_is_refused() -> None:
     wide = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(50)}}
     with pytest.raises(SchemaTooComplex, match="more than 20 schema nodes"):
         resolve(wide, "Wide", SchemaContext(max_nodes=20))

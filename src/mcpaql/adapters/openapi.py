@@ -37,9 +37,10 @@ from ..config import Config
 from ..protocol.context import Context
 from ..protocol.errors import MCPAQLError
 from ..protocol.registry import Registry, SchemaError
-from ..protocol.schema import MAX_DEPTH, SchemaContext, SchemaTooComplex, resolve
+from ..protocol.schema import MAX_DEPTH, SchemaContext, SchemaTooComplex, pascal, resolve
 from .holder import EngineHolderBase
 from .http import http_error
+from .upstream.classify import snake_name
 from .upstream.ops import RETURNS_KEY
 from .upstream.runtime import expand_env
 from .upstream.wrap import build_registry
@@ -202,6 +203,7 @@ class _Components:
         comps = (doc.get("components") or {}).get("schemas")
         self.schemas: dict[str, Any] = comps if isinstance(comps, dict) else {}
         self._direct: dict[str, set[str]] = {}
+        self._closures: dict[str, dict[str, Any]] | None = None
 
     @staticmethod
     def refs_in(node: Any) -> set[str]:
@@ -221,18 +223,76 @@ class _Components:
         return found
 
     def reached(self, node: Any) -> dict[str, Any]:
-        todo = sorted(self.refs_in(node))
-        seen: set[str] = set()
-        while todo:
-            name = todo.pop()
-            if name in seen or name not in self.schemas:
+        """Every component ``node`` reaches, by name. One reference (the common case: a body or a
+        response that is one component) gets that component's closure, shared between tools."""
+        names = sorted(n for n in self.refs_in(node) if n in self.schemas)
+        if len(names) == 1:
+            return self._closure(names[0])
+        out: dict[str, Any] = {}
+        for name in names:
+            out.update(self._closure(name))
+        return dict(sorted(out.items()))
+
+    def _closure(self, name: str) -> dict[str, Any]:
+        if self._closures is None:
+            self._closures = self._all_closures()
+        return self._closures.get(name, {})
+
+    def _edges(self, name: str) -> list[str]:
+        direct = self._direct.get(name)
+        if direct is None:
+            direct = self._direct[name] = self.refs_in(self.schemas[name])
+        return sorted(n for n in direct if n in self.schemas)
+
+    def _all_closures(self) -> dict[str, dict[str, Any]]:
+        """Each component's closure, computed per strongly connected group (Tarjan, iterative):
+        components that refer to each other in a cycle share one closure, so a document whose
+        components are all connected costs its size, not its size squared."""
+        index: dict[str, int] = {}
+        low: dict[str, int] = {}
+        on_stack: set[str] = set()
+        stack: list[str] = []
+        closures: dict[str, dict[str, Any]] = {}
+        for root in self.schemas:
+            if root in index:
                 continue
-            seen.add(name)
-            direct = self._direct.get(name)
-            if direct is None:
-                direct = self._direct[name] = self.refs_in(self.schemas[name])
-            todo.extend(direct - seen)
-        return {n: self.schemas[n] for n in sorted(seen)}
+            index[root] = low[root] = len(index)
+            stack.append(root)
+            on_stack.add(root)
+            work = [(root, iter(self._edges(root)))]
+            while work:
+                v, edges = work[-1]
+                for w in edges:
+                    if w not in index:
+                        index[w] = low[w] = len(index)
+                        stack.append(w)
+                        on_stack.add(w)
+                        work.append((w, iter(self._edges(w))))
+                        break
+                    if w in on_stack:
+                        low[v] = min(low[v], index[w])
+                else:
+                    work.pop()
+                    if work:
+                        parent = work[-1][0]
+                        low[parent] = min(low[parent], low[v])
+                    if low[v] == index[v]:  # v roots a group; everything it reaches is done
+                        members: list[str] = []
+                        while True:
+                            w = stack.pop()
+                            on_stack.discard(w)
+                            members.append(w)
+                            if w == v:
+                                break
+                        reach = set(members)
+                        for m in members:
+                            for w in self._edges(m):
+                                if w not in reach:
+                                    reach.update(closures[w])
+                        shared = {n: self.schemas[n] for n in sorted(reach)}
+                        for m in members:
+                            closures[m] = shared
+        return closures
 
 
 def _slug(method: str, path: str) -> str:
@@ -270,9 +330,10 @@ def _check_schemas(schemas: SchemaContext, tool: dict[str, Any]) -> None:
     """Resolve the tool's schemas now, in the document's context: a schema past the depth or size
     budget skips this operation at load (and is listed), and the registry later finds every
     component already resolved."""
-    resolve(tool["inputSchema"], "Input", schemas)
+    op = snake_name(str(tool["name"]))  # the hints params_from_schema uses: the same names, once
+    resolve(dict(tool["inputSchema"]), pascal(op, "input"), schemas)
     if RETURNS_KEY in tool:
-        resolve(tool[RETURNS_KEY], "Result", schemas)
+        resolve(dict(tool[RETURNS_KEY]), pascal(op, "result"), schemas)
 
 
 def _tool(doc: dict[str, Any], components: _Components, name: str, method: str, path: str, op: dict[str, Any],

@@ -170,7 +170,7 @@ def type_specs(schema: dict[str, Any], context: SchemaContext | None = None) -> 
                 context.cache[("keep", key)] = node  # keeps the ids in the key alive with the cache
         found.append(hit)
 
-    walk_named(schema, visit)
+    walk_named(schema, visit, context)
     return found
 
 

@@ -26,6 +26,8 @@ name table, and a shape that wants a name already given to a *different* shape g
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -52,6 +54,7 @@ class SchemaTooComplex(ValueError):
     """A schema past the depth or size budget; the message is one line, safe to show."""
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the same parameter and property names recur across a document
 def pascal(*parts: str) -> str:
     words: list[str] = []
     for p in parts:
@@ -76,13 +79,28 @@ class SchemaContext:
         hold their target (an OpenAPI document, for response schemas that name components)."""
         self.root = root
         self.max_depth = max_depth
+        self.ref_depth = max_depth // 2
         self.max_nodes = max_nodes
         self.nodes = 0
         self.memo: dict[int, tuple[Any, dict[str, Any], int]] = {}
         self.names: dict[str, str] = {}
         self.cache: dict[Any, Any] = {}
+        self.by_name: dict[str, dict[str, Any]] = {}  # a referenced shape's name → its resolved form
         self._by_fingerprint: dict[tuple[str, str], str] = {}
+        self._next_suffix: dict[str, int] = {}
         self._in_progress: dict[int, str] = {}
+        self._ref_names: dict[int, str] = {}
+        self._pending: list[tuple[dict[str, Any], str, dict[str, Any]]] = []
+        # Nodes whose types one registry already lists (see fork); None: list everything each time.
+        self.listed: set[int] | None = None
+
+    def fork(self) -> SchemaContext:
+        """The same resolved shapes and names, with its own record of the types already listed:
+        one per registry build, so each shared shape's types are walked once per registry, not
+        once per operation that reaches it."""
+        child = copy.copy(self)
+        child.listed = set()
+        return child
 
     # ---- naming ----------------------------------------------------------------------------
 
@@ -93,10 +111,12 @@ class SchemaContext:
         got = self._by_fingerprint.get(key)
         if got is not None:
             return got
-        name, i = preferred, 2
-        while name in self.names and self.names[name] != fingerprint:
+        name, i = preferred, self._next_suffix.get(preferred, 2)
+        if name in self.names and self.names[name] != fingerprint:
+            while f"{preferred}{i}" in self.names:
+                i += 1
             name = f"{preferred}{i}"
-            i += 1
+            self._next_suffix[preferred] = i + 1
         self.names[name] = fingerprint
         self._by_fingerprint[key] = name
         return name
@@ -107,8 +127,14 @@ class SchemaContext:
         """``schema`` with local ``$ref``s resolved (shared) and object/enum shapes named."""
         try:
             out, _ = self._walk(schema, schema, name_hint, 0)
-        except RecursionError:  # pragma: no cover - MAX_DEPTH keeps well below the limit
+            while self._pending:  # shapes cut from long chains, each resolved once from the top
+                root, ref, target = self._pending.pop()
+                if id(target) not in self.memo:
+                    self._ref({"$ref": ref}, ref, root, 0)
+        except RecursionError:  # pragma: no cover - the depth bounds keep well below the limit
             raise SchemaTooComplex(f"schema nested more than {self.max_depth} levels deep") from None
+        finally:
+            self._pending.clear()
         return out if isinstance(out, dict) else {}
 
     def _target(self, root: dict[str, Any], ref: str) -> Any:
@@ -201,32 +227,29 @@ class SchemaContext:
         if not isinstance(target, dict):
             return ({"description": node["description"]} if isinstance(node.get("description"), str) else {}), 0
         key = id(target)
-        siblings = {k: v for k, v in node.items() if k not in ("$ref", "$comment")}
         if key in self._in_progress:  # a cycle: the inner occurrence is shown by name
-            t = target.get("type")
-            return {
-                "type": t if isinstance(t, str | list) else "object",
-                TYPE_NAME_KEY: self._in_progress[key],
-                RECURSIVE_KEY: True,
-            }, 0
+            return _cut(target, self._in_progress[key]), 0
         hit = self.memo.get(key)
+        if hit is None and depth >= self.ref_depth:
+            # A long chain of distinct shapes: shown by name here, resolved on its own (from depth
+            # 0, after this schema) so its type is still listed and checked where it starts.
+            self._pending.append((root, ref, target))
+            return _cut(target, self._ref_name(key, ref, target)), 0
         if hit is None:
-            preferred = pascal(_unescape(ref.rsplit("/", 1)[-1])) if "/" in ref else "Value"
-            if not preferred[:1].isalpha():
-                preferred = pascal("type", preferred)
-            name = self.name(preferred, "ref:" + _raw_fingerprint(target))
+            name = self._ref_name(key, ref, target)
             self._in_progress[key] = name
             try:
                 resolved, h = self._walk({**target, TYPE_NAME_KEY: name}, root, name, depth + 1)
             finally:
                 del self._in_progress[key]
-            if h + 1 > self.max_depth:
-                raise SchemaTooComplex(f"schema nested more than {self.max_depth} levels deep")
             hit = (target, resolved, h + 1)
             self.memo[key] = hit
+            if isinstance(resolved, dict):
+                self.by_name.setdefault(str(resolved.get(TYPE_NAME_KEY, name)), resolved)
         _, resolved, height = hit
-        if depth + height > self.max_depth + 1:
-            raise SchemaTooComplex(f"schema nested more than {self.max_depth} levels deep")
+        if depth + height > self.max_depth:
+            return _cut(target, str(resolved.get(TYPE_NAME_KEY)) if isinstance(resolved, dict) else "Value"), 0
+        siblings = {k: v for k, v in node.items() if k not in ("$ref", "$comment")}
         if siblings and isinstance(resolved, dict):  # "$ref" beside a description/nullable: a shallow variant
             extra, _ = self._walk({k: v for k, v in siblings.items() if k != "nullable"}, root, "Value", depth + 1)
             merged = {**resolved, **{k: v for k, v in extra.items() if k != TYPE_NAME_KEY}}
@@ -234,6 +257,21 @@ class SchemaContext:
                 return {"anyOf": [merged, {"type": "null"}]}, height + 1
             return merged, height
         return resolved, height
+
+    def _ref_name(self, key: int, ref: str, target: dict[str, Any]) -> str:
+        name = self._ref_names.get(key)
+        if name is None:
+            preferred = pascal(_unescape(ref.rsplit("/", 1)[-1])) if "/" in ref else "Value"
+            if not preferred[:1].isalpha():
+                preferred = pascal("type", preferred)
+            name = self._ref_names[key] = self.name(preferred, "ref:" + _raw_fingerprint(target))
+        return name
+
+
+def _cut(target: dict[str, Any], name: str) -> dict[str, Any]:
+    """A named shape shown by name only (a cycle, or a chain too long to nest further)."""
+    t = target.get("type")
+    return {"type": t if isinstance(t, str | list) else "object", TYPE_NAME_KEY: name, RECURSIVE_KEY: True}
 
 
 def _kind_word(s: Any) -> str:
@@ -377,29 +415,34 @@ def item_info(s: dict[str, Any]) -> dict[str, Any]:
     return info
 
 
-def walk_named(s: dict[str, Any], visit: Callable[[str, dict[str, Any]], None]) -> None:
-    """Call ``visit(type_name, schema)`` for every named object/enum shape inside ``s``."""
-    seen: set[int] = set()
-
-    def go(node: Any) -> None:
+def walk_named(s: dict[str, Any], visit: Callable[[str, dict[str, Any]], None], context: SchemaContext | None = None) -> None:
+    """Call ``visit(type_name, schema)`` for every named object/enum shape inside ``s``; with the
+    ``context`` it was resolved in, shapes shown only by name (cycles, long chains) are visited too,
+    and a forked context's shapes already visited for its registry are not visited again.
+    Iterative: a resolved schema may be a deep DAG."""
+    seen: set[int] = context.listed if context is not None and context.listed is not None else set()
+    stack: list[Any] = [s]
+    while stack:
+        node = stack.pop()
         if not isinstance(node, dict) or id(node) in seen:
-            return
+            continue
         seen.add(id(node))
         name = node.get(TYPE_NAME_KEY)
+        if node.get(RECURSIVE_KEY) and context is not None and name in context.by_name:
+            stack.append(context.by_name[str(name)])
+            continue
         if name and ((_is_object(node) and node.get("properties")) or "enum" in node):
             visit(str(name), node)
+        children: list[Any] = []
         for key in ("properties", "patternProperties"):
             sub = node.get(key)
-            for v in sub.values() if isinstance(sub, dict) else ():
-                go(v)
+            children.extend(sub.values() if isinstance(sub, dict) else ())
         for key in ("items", "additionalProperties"):
-            go(node.get(key))
+            children.append(node.get(key))
         for key in ("anyOf", "oneOf", "allOf", "prefixItems", "items"):
             sub = node.get(key)
-            for v in sub if isinstance(sub, list) else ():
-                go(v)
-
-    go(s)
+            children.extend(sub if isinstance(sub, list) else ())
+        stack.extend(reversed(children))  # visit in document order
 
 
 def json_type_of(value: Any) -> str:

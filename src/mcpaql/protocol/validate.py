@@ -16,7 +16,7 @@ from datetime import date, datetime
 from typing import Any
 
 from .errors import MCPAQLError, invalid_type, invalid_value, missing_param
-from .schema import json_type_of, strip_null, type_label
+from .schema import TYPE_NAME_KEY, json_type_of, strip_null, type_label
 
 Checker = Callable[[Any, str], Any]
 
@@ -72,12 +72,26 @@ def compile_schema(schema: dict[str, Any], closed_objects: bool = False, memo: M
     Resolved schemas share sub-schemas (:mod:`.schema` resolves each ``$ref`` once), so each
     shared node is compiled once (``memo``, by identity) and the work stays linear in the
     number of distinct shapes, however often they are referenced."""
+    nested = memo is not None
     memo = {} if memo is None else memo
     key = (id(schema), closed_objects)
     hit = memo.get(key)
     if hit is not None:
         return hit[1]
-    check = _compile(schema if isinstance(schema, dict) else {}, closed_objects, memo)
+    s = schema if isinstance(schema, dict) else {}
+    if nested and s.get(TYPE_NAME_KEY):
+        # A named shape inside a parameter is compiled on first use: a large document's
+        # operations share hundreds of them, and most are never sent.
+        compiled: list[Checker] = []
+
+        def lazy(value: Any, path: str) -> Any:
+            if not compiled:
+                compiled.append(_compile(s, closed_objects, memo))
+            return compiled[0](value, path)
+
+        memo[key] = (schema, lazy)
+        return lazy
+    check = _compile(s, closed_objects, memo)
     memo[key] = (schema, check)  # the schema is kept so its id is not reused during this compile
     return check
 

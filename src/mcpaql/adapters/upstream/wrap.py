@@ -135,7 +135,7 @@ def build_registry(
     resolves shared ``$ref`` targets once. A tool whose schema cannot be served (past the depth or
     size budget, or an unusable shape) is skipped with a warning: never the whole server.
     """
-    schemas = schemas if schemas is not None else SchemaContext()
+    schemas = (schemas if schemas is not None else SchemaContext()).fork()
     if open_world is None:
         open_world = any((t.get("annotations") or {}).get("openWorldHint", True) for ts in sources.values() for t in ts)
     reg = Registry(name, display_name=display_name, version=version, open_world=open_world, description=description)
