@@ -9,7 +9,8 @@ between a discrete server and its wrapped surface. Nothing here touches the netw
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -32,11 +33,43 @@ def _encoding(name: str = ENCODING) -> Any:
         return enc
 
 
-def count_text(text: str, encoding: str = ENCODING) -> int:
-    """Tokens in a string (special-token text is counted as ordinary text)."""
+# The tokenizer refuses inputs of a million characters or more ("Input too long to encode
+# safely"); a large surface (GitHub's REST description as discrete tools: tens of MB) is counted
+# in chunks below that.
+CHUNK_CHARS = 200_000  # also under its 200,000-token limit per call: a token is at least one character
+# A chunk ends before a space that sits between two ASCII letters: the pre-tokenizer always ends a
+# word there and starts the next piece (" word") with that space, so counts add up exactly.
+_SAFE_CUT = re.compile(r"(?<=[A-Za-z]) (?=[A-Za-z])")
+
+
+def count_text(text: str, encoding: str = ENCODING, *, chunk: int = CHUNK_CHARS) -> int:
+    """Tokens in a string (special-token text is counted as ordinary text), of any length."""
     if not text:
         return 0
-    return len(_encoding(encoding).encode_ordinary(text))
+    enc = _encoding(encoding)
+    total = 0
+    for piece in chunks(text, chunk):
+        total += len(enc.encode_ordinary(piece))
+    return total
+
+
+def chunks(text: str, size: int = CHUNK_CHARS) -> Iterator[str]:
+    """``text`` in pieces of at most ``size`` characters, each cut at the last place in the piece
+    where tokenization is unaffected (see ``_SAFE_CUT``); a piece with no such place (no prose at
+    all) is cut at ``size``, and then the count can differ by a token or two at that cut."""
+    start, n = 0, len(text)
+    while n - start > size:
+        end = start + size
+        cut = None
+        for lo in (end - size // 8, start + 1):  # look near the end first, then anywhere in the piece
+            for m in _SAFE_CUT.finditer(text, max(lo, start + 1), end):
+                cut = m.start()
+            if cut is not None:
+                break
+        end = cut if cut is not None and cut > start else end
+        yield text[start:end]
+        start = end
+    yield text[start:]
 
 
 def dumps(obj: Any) -> str:

@@ -18,6 +18,12 @@ if [ ! -x "$DIR/node_modules/.bin/mcp-server-memory" ] || [ ! -x "$DIR/node_modu
   [ -f "$DIR/package.json" ] || echo '{"name":"mcpaql-upstreams","private":true,"version":"0.0.0"}' > "$DIR/package.json"
   (cd "$DIR" && npm install --no-audit --no-fund --loglevel=error "${NPM_PKGS[@]}")
 fi
+# GitHub's REST description (OpenAPI 3, ~1,200 operations, 13 MB): the scale tests and bench.
+OCTOKIT_OPENAPI=@octokit/openapi@23.0.2
+if [ ! -f "$DIR/node_modules/@octokit/openapi/generated/api.github.com.json" ]; then
+  [ -f "$DIR/package.json" ] || echo '{"name":"mcpaql-upstreams","private":true,"version":"0.0.0"}' > "$DIR/package.json"
+  (cd "$DIR" && npm install --no-audit --no-fund --loglevel=error "$OCTOKIT_OPENAPI")
+fi
 if ! "$PY" -c "import mcp_server_git, mcp_server_time" 2>/dev/null; then
   "$PY" -m pip install -q "mcp-server-git==2026.10.19" "mcp-server-time==2026.10.19"
 fi

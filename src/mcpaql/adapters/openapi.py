@@ -37,12 +37,14 @@ from ..config import Config
 from ..protocol.context import Context
 from ..protocol.errors import MCPAQLError
 from ..protocol.registry import Registry, SchemaError
+from ..protocol.schema import MAX_DEPTH, SchemaContext, SchemaTooComplex, pascal, resolve
 from .holder import EngineHolderBase
 from .http import http_error
 from .request import build_url, header_problem, header_value, path_segment
 from .targets import GuardedTransport, TargetPolicy, is_local_source, proxied, refused_by
 from .upstream.messages import Redactor, argument_strings
-from .upstream.ops import param_name
+from .upstream.classify import snake_name
+from .upstream.ops import RETURNS_KEY, param_name
 from .upstream.runtime import expand_env
 from .upstream.wrap import build_registry, format_exclusions
 
@@ -85,6 +87,8 @@ class OpenAPIDocument:
     tools: list[dict[str, Any]] = field(default_factory=list)
     routes: dict[str, Route] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    # Shared by every operation: each component is resolved once and becomes one named type.
+    schemas: SchemaContext = field(default_factory=SchemaContext)
 
     @property
     def title(self) -> str:
@@ -138,10 +142,7 @@ def load_document(source: str | Path | Mapping[str, Any], *, http: httpx.Client 
             raise OpenAPIError(f"cannot read the OpenAPI document '{Path(text).name}': {e.strerror}") from None
         except httpx.HTTPError as e:
             raise OpenAPIError(f"could not fetch the OpenAPI document ({type(e).__name__})") from None
-        try:
-            doc = json.loads(body) if body.lstrip().startswith("{") else yaml.safe_load(body)
-        except (ValueError, yaml.YAMLError) as e:
-            raise OpenAPIError(f"the OpenAPI document is not valid JSON/YAML: {e}") from None
+        doc = _parse(body)
     if not isinstance(doc, dict):
         raise OpenAPIError("the OpenAPI document must be a mapping")
     if "swagger" in doc:
@@ -150,15 +151,36 @@ def load_document(source: str | Path | Mapping[str, Any], *, http: httpx.Client 
         raise OpenAPIError("not an OpenAPI 3.x document (no 'openapi: 3.x' field)")
     if not isinstance(doc.get("paths"), dict) or not doc["paths"]:
         raise OpenAPIError("the OpenAPI document has no paths")
-    out = OpenAPIDocument(doc, origin)
+    out = OpenAPIDocument(doc, origin, schemas=SchemaContext(root=doc))
     _derive(out)
     if not out.tools:
         raise OpenAPIError("the OpenAPI document has no operation mcpaql can call")
     return out
 
 
+_PARSE_DEPTH = 6000  # nesting a document may have at all; a schema past MAX_DEPTH only skips its operation
+
+
+def _parse(body: str) -> Any:
+    """JSON or YAML text → data. Deeply nested documents parse (up to :data:`_PARSE_DEPTH`) so that
+    one absurd schema costs only its operation; anything deeper is refused in one line."""
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _PARSE_DEPTH + 500))
+    try:
+        return json.loads(body) if body.lstrip().startswith("{") else yaml.safe_load(body)
+    except RecursionError:
+        raise OpenAPIError(f"the OpenAPI document nests more than {_PARSE_DEPTH} levels deep") from None
+    except (ValueError, yaml.YAMLError) as e:
+        raise OpenAPIError(f"the OpenAPI document is not valid JSON/YAML: {e}") from None
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 def _ref(doc: dict[str, Any], node: Any) -> Any:
-    """Follow a local ``$ref`` (parameters, request bodies); schemas keep theirs for resolve()."""
+    """Follow a local ``$ref`` (parameters, request bodies, responses); schemas keep theirs, which
+    the document's :class:`SchemaContext` resolves once each."""
     seen = 0
     while isinstance(node, dict) and isinstance(node.get("$ref"), str) and seen < 20:
         ref = node["$ref"]
@@ -175,20 +197,108 @@ def _ref(doc: dict[str, Any], node: Any) -> Any:
     return node
 
 
-def _schema(s: Any) -> dict[str, Any]:
-    """OpenAPI 3.0 schema dialect → JSON Schema: ``nullable`` becomes a null type."""
-    if not isinstance(s, dict):
-        return {}
-    out = {k: (_schema(v) if k in ("items", "additionalProperties", "not") and isinstance(v, dict) else v)
-           for k, v in s.items() if k not in ("nullable", "xml", "externalDocs", "example", "discriminator")}
-    if isinstance(s.get("properties"), dict):
-        out["properties"] = {k: _schema(v) for k, v in s["properties"].items()}
-    for key in ("allOf", "anyOf", "oneOf"):
-        if isinstance(s.get(key), list):
-            out[key] = [_schema(v) for v in s[key]]
-    if s.get("nullable") is True and isinstance(s.get("type"), str):
-        out["type"] = [s["type"], "null"]
-    return out
+_COMPONENT = "#/components/schemas/"
+
+
+class _Components:
+    """Which ``components/schemas`` an operation's schema reaches, so its tool definition carries
+    those (by reference, not copied) and no others. Each component's own references are listed
+    once; the scan is iterative and depth-bounded, so no document can exhaust the stack here."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        comps = (doc.get("components") or {}).get("schemas")
+        self.schemas: dict[str, Any] = comps if isinstance(comps, dict) else {}
+        self._direct: dict[str, set[str]] = {}
+        self._closures: dict[str, dict[str, Any]] | None = None
+
+    @staticmethod
+    def refs_in(node: Any) -> set[str]:
+        found: set[str] = set()
+        stack: list[tuple[Any, int]] = [(node, 0)]
+        while stack:
+            n, depth = stack.pop()
+            if depth > MAX_DEPTH * 4:
+                continue  # the resolver refuses such a schema; nothing more to list
+            if isinstance(n, dict):
+                ref = n.get("$ref")
+                if isinstance(ref, str) and ref.startswith(_COMPONENT):
+                    found.add(ref[len(_COMPONENT):].split("/", 1)[0].replace("~1", "/").replace("~0", "~"))
+                stack.extend((v, depth + 1) for v in n.values() if isinstance(v, dict | list))
+            elif isinstance(n, list):
+                stack.extend((v, depth + 1) for v in n if isinstance(v, dict | list))
+        return found
+
+    def reached(self, node: Any) -> dict[str, Any]:
+        """Every component ``node`` reaches, by name. One reference (the common case: a body or a
+        response that is one component) gets that component's closure, shared between tools."""
+        names = sorted(n for n in self.refs_in(node) if n in self.schemas)
+        if len(names) == 1:
+            return self._closure(names[0])
+        out: dict[str, Any] = {}
+        for name in names:
+            out.update(self._closure(name))
+        return dict(sorted(out.items()))
+
+    def _closure(self, name: str) -> dict[str, Any]:
+        if self._closures is None:
+            self._closures = self._all_closures()
+        return self._closures.get(name, {})
+
+    def _edges(self, name: str) -> list[str]:
+        direct = self._direct.get(name)
+        if direct is None:
+            direct = self._direct[name] = self.refs_in(self.schemas[name])
+        return sorted(n for n in direct if n in self.schemas)
+
+    def _all_closures(self) -> dict[str, dict[str, Any]]:
+        """Each component's closure, computed per strongly connected group (Tarjan, iterative):
+        components that refer to each other in a cycle share one closure, so a document whose
+        components are all connected costs its size, not its size squared."""
+        index: dict[str, int] = {}
+        low: dict[str, int] = {}
+        on_stack: set[str] = set()
+        stack: list[str] = []
+        closures: dict[str, dict[str, Any]] = {}
+        for root in self.schemas:
+            if root in index:
+                continue
+            index[root] = low[root] = len(index)
+            stack.append(root)
+            on_stack.add(root)
+            work = [(root, iter(self._edges(root)))]
+            while work:
+                v, edges = work[-1]
+                for w in edges:
+                    if w not in index:
+                        index[w] = low[w] = len(index)
+                        stack.append(w)
+                        on_stack.add(w)
+                        work.append((w, iter(self._edges(w))))
+                        break
+                    if w in on_stack:
+                        low[v] = min(low[v], index[w])
+                else:
+                    work.pop()
+                    if work:
+                        parent = work[-1][0]
+                        low[parent] = min(low[parent], low[v])
+                    if low[v] == index[v]:  # v roots a group; everything it reaches is done
+                        members: list[str] = []
+                        while True:
+                            w = stack.pop()
+                            on_stack.discard(w)
+                            members.append(w)
+                            if w == v:
+                                break
+                        reach = set(members)
+                        for m in members:
+                            for w in self._edges(m):
+                                if w not in reach:
+                                    reach.update(closures[w])
+                        shared = {n: self.schemas[n] for n in sorted(reach)}
+                        for m in members:
+                            closures[m] = shared
+        return closures
 
 
 def _slug(method: str, path: str) -> str:
@@ -198,7 +308,7 @@ def _slug(method: str, path: str) -> str:
 
 def _derive(api: OpenAPIDocument) -> None:
     doc = api.doc
-    defs = {k: _schema(v) for k, v in ((doc.get("components") or {}).get("schemas") or {}).items()}
+    components = _Components(doc)
     for path, item in doc["paths"].items():
         item = _ref(doc, item)
         if not isinstance(item, dict):
@@ -209,8 +319,9 @@ def _derive(api: OpenAPIDocument) -> None:
                 continue
             name = str(op.get("operationId") or _slug(method, path))
             try:
-                tool, route = _tool(doc, defs, name, method, path, op, shared)
-            except OpenAPIError as e:
+                tool, route = _tool(doc, components, name, method, path, op, shared)
+                _check_schemas(api.schemas, tool)
+            except (OpenAPIError, SchemaTooComplex) as e:
                 api.skipped.append(f"{method.upper()} {path}: {e}")
                 log.warning("OpenAPI %s %s skipped: %s", method.upper(), path, e)
                 continue
@@ -221,7 +332,17 @@ def _derive(api: OpenAPIDocument) -> None:
             api.routes[name] = route
 
 
-def _tool(doc: dict[str, Any], defs: dict[str, Any], name: str, method: str, path: str, op: dict[str, Any],
+def _check_schemas(schemas: SchemaContext, tool: dict[str, Any]) -> None:
+    """Resolve the tool's schemas now, in the document's context: a schema past the depth or size
+    budget skips this operation at load (and is listed), and the registry later finds every
+    component already resolved."""
+    op = snake_name(str(tool["name"]))  # the hints params_from_schema uses: the same names, once
+    resolve(dict(tool["inputSchema"]), pascal(op, "input"), schemas)
+    if RETURNS_KEY in tool:
+        resolve(dict(tool[RETURNS_KEY]), pascal(op, "result"), schemas)
+
+
+def _tool(doc: dict[str, Any], components: _Components, name: str, method: str, path: str, op: dict[str, Any],
           shared: list[Any]) -> tuple[dict[str, Any], Route]:
     props: dict[str, Any] = {}
     required: list[str] = []
@@ -236,9 +357,9 @@ def _tool(doc: dict[str, Any], defs: dict[str, Any], name: str, method: str, pat
             continue  # cookies are a browser's business
         if loc == "header" and pname.lower() in ("authorization", "content-type", "accept"):
             continue  # set by the runtime
-        s = _schema(p.get("schema") or {"type": "string"})
+        s = p.get("schema") if isinstance(p.get("schema"), dict) else {"type": "string"}
         if p.get("description") and "description" not in s:
-            s["description"] = str(p["description"])
+            s = {**s, "description": str(p["description"])}
         props[pname] = s
         where[pname] = loc
         if p.get("required") or loc == "path":
@@ -250,12 +371,13 @@ def _tool(doc: dict[str, Any], defs: dict[str, Any], name: str, method: str, pat
         media = next((m for m in content if _JSON_MEDIA.match(m)), None) or (_FORM_MEDIA if _FORM_MEDIA in content else None)
         if media is None:
             raise OpenAPIError(f"request body types {sorted(content)} are not supported (JSON or form only)")
-        bs = _schema((content.get(media) or {}).get("schema") or {})
+        bs = (content.get(media) or {}).get("schema")
+        bs = bs if isinstance(bs, dict) else {}
         resolved = _ref(doc, bs) if "$ref" in bs else bs
         fields = resolved.get("properties") if isinstance(resolved, dict) else None
         if isinstance(fields, dict) and fields and not set(fields) & set(props) and "body" not in props:
             for fname, fs in fields.items():
-                props[fname] = _schema(fs)
+                props[fname] = fs
                 where[fname] = "body-field"
             if body.get("required") or method in ("post", "put"):  # a create/replace without its body is no call
                 required += [f for f in resolved.get("required") or [] if f in fields]
@@ -272,11 +394,38 @@ def _tool(doc: dict[str, Any], defs: dict[str, Any], name: str, method: str, pat
     schema: dict[str, Any] = {"type": "object", "properties": props}
     if required:
         schema["required"] = list(dict.fromkeys(required))
-    if defs:
-        schema["$defs"] = defs
+    reached = components.reached(props)
+    if reached:  # "#/components/schemas/X" resolves inside the tool's own schema: it is self-contained
+        schema["components"] = {"schemas": reached}
     tool = {"name": name, "description": description, "inputSchema": schema,
             "annotations": {**_ANNOTATIONS[method], "openWorldHint": True}}
+    returns = _response_schema(doc, op)
+    if returns is not None:
+        tool[RETURNS_KEY] = returns
     return tool, Route(method.upper(), path, where, media)
+
+
+def _response_schema(doc: dict[str, Any], op: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema of the operation's success response (the lowest 2xx with a JSON body; its
+    components are found through the document, so the tool carries only the reference)."""
+    responses = op.get("responses")
+    if not isinstance(responses, dict):
+        return None
+    for code in sorted((str(c) for c in responses), key=lambda c: (c.upper() == "2XX", c)):
+        if not (code.startswith("2") and len(code) == 3):
+            continue
+        try:
+            resp = _ref(doc, responses.get(code) if code in responses else responses.get(int(code)))
+        except (OpenAPIError, ValueError):
+            continue
+        content = resp.get("content") if isinstance(resp, dict) else None
+        if not isinstance(content, dict):
+            continue
+        media = next((m for m in content if _JSON_MEDIA.match(m)), None)
+        schema = (content.get(media) or {}).get("schema") if media else None
+        if isinstance(schema, dict) and schema:
+            return schema
+    return None
 
 
 class OpenAPIRuntime(EngineHolderBase):
@@ -326,7 +475,7 @@ class OpenAPIRuntime(EngineHolderBase):
             reg = build_registry(self.name, {self.name: self.api.tools}, lambda _up: self.call,
                                  display_name=self.api.title, version=self.api.version,
                                  description=str((self.api.doc.get("info") or {}).get("description") or "") or None,
-                                 open_world=True, excluded=excluded, **self.select)
+                                 open_world=True, excluded=excluded, schemas=self.api.schemas, **self.select)
         except SchemaError as e:
             raise OpenAPIError(str(e)) from None
         if excluded:  # --read-only: what it left out, and why (only GETs are guaranteed reads)

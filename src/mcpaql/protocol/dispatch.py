@@ -82,13 +82,14 @@ class Engine:
         self.cursor_secret = os.urandom(32)
         self._compiled: dict[str, CompiledOperation] = {}
         details: dict[str, dict[str, Any]] = {}
+        served = {op.name for op in self.operations}  # by name: comparing specs is slow for 10,000 ops
         for op in registry.operations:
             compiled = CompiledOperation(op)
             if op.name == "introspect" and op.handler is None:
                 compiled.handler = self._introspect
                 compiled.checkers["query"] = check_query  # unsupported query → INVALID_QUERY_TYPE
             self._compiled[op.name] = compiled
-            if op in self.operations:
+            if op.name in served:
                 details[op.name] = op.detail(self.tool_for_family.get(op.family) or single or op.family)
         caps = {
             "batch": True,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .categories import CRUDE_ENDPOINT_FOR, Category
-from .schema import parameter_info, walk_named
+from .schema import SchemaContext, parameter_info, walk_named
 
 NO_DEFAULT: Any = ...
 
@@ -178,18 +178,30 @@ class OperationSpec:
         return d
 
 
-def type_specs(schema: dict[str, Any]) -> list[TypeSpec]:
+def type_specs(schema: dict[str, Any], context: SchemaContext | None = None) -> list[TypeSpec]:
     """Every named object/enum shape inside a resolved schema, as ``introspect types`` entries
-    (so nested models and enums are listed, not flattened)."""
+    (so nested models and enums are listed, not flattened). With the ``context`` the schema was
+    resolved in, each shared shape's entry is built once for all the operations that use it."""
     found: list[TypeSpec] = []
+    cache: dict[Any, TypeSpec] = context.cache if context is not None else {}
 
     def visit(name: str, node: dict[str, Any]) -> None:
-        if "enum" in node:
-            found.append(TypeSpec(name, "enum", node.get("description"), tuple(str(v) for v in node["enum"])))
-            return
-        req = set(node.get("required") or [])
-        fields = tuple(parameter_info(k, v, k in req) for k, v in (node.get("properties") or {}).items())
-        found.append(TypeSpec(name, "object", node.get("description"), fields=fields))
+        # A "$ref" beside a description is a shallow variant sharing the target's properties.
+        key = ("type", name, id(node.get("properties") or node.get("enum") or node))
+        hit = cache.get(key)
+        if hit is None:
+            hit = cache[key] = _type_spec(name, node)
+            if context is not None:
+                context.cache[("keep", key)] = node  # keeps the ids in the key alive with the cache
+        found.append(hit)
 
-    walk_named(schema, visit)
+    walk_named(schema, visit, context)
     return found
+
+
+def _type_spec(name: str, node: dict[str, Any]) -> TypeSpec:
+    if "enum" in node:
+        return TypeSpec(name, "enum", node.get("description"), tuple(str(v) for v in node["enum"]))
+    req = set(node.get("required") or [])
+    fields = tuple(parameter_info(k, v, k in req) for k, v in (node.get("properties") or {}).items())
+    return TypeSpec(name, "object", node.get("description"), fields=fields)

@@ -116,7 +116,7 @@ class Registry:
 
     def add_type(self, t: TypeSpec) -> None:
         existing = self._types.get(t.name)
-        if existing is not None and existing != t:
+        if existing is not None and existing is not t and existing != t:
             # Same name, different shape: keep the first, unless the new one is richer.
             if existing.kind == t.kind and len(existing.fields) >= len(t.fields):
                 return

@@ -16,7 +16,7 @@ from datetime import date, datetime
 from typing import Any
 
 from .errors import MCPAQLError, invalid_type, invalid_value, missing_param
-from .schema import json_type_of, strip_null, type_label
+from .schema import TYPE_NAME_KEY, json_type_of, strip_null, type_label
 
 Checker = Callable[[Any, str], Any]
 
@@ -30,6 +30,23 @@ _PY_TYPES: dict[str, Callable[[Any], bool]] = {
     "array": lambda v: isinstance(v, list),
     "null": lambda v: v is None,
 }
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON Schema means it for ``enum``/``const``: ``true`` is not ``1`` (Python says
+    it is), ``1.0`` is ``1``, and arrays/objects compare member by member."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a is b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | dict) or isinstance(b, list | dict):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:  # pragma: no cover - values decoded from JSON always compare
+        return False
 
 
 def _check_format(fmt: str) -> Callable[[str], bool] | None:
@@ -48,16 +65,47 @@ def _parses(fn: Callable[[], Any]) -> bool:
     return True
 
 
-def compile_schema(schema: dict[str, Any], closed_objects: bool = False) -> Checker:
+def compile_schema(schema: dict[str, Any], closed_objects: bool = False, memo: Memo | None = None) -> Checker:
     """Build a checker for ``schema``. ``closed_objects`` treats objects with ``properties``
-    and no explicit ``additionalProperties`` as closed (used for UPDATE ``input``)."""
-    s = schema
+    and no explicit ``additionalProperties`` as closed (used for UPDATE ``input``).
+
+    Resolved schemas share sub-schemas (:mod:`.schema` resolves each ``$ref`` once), so each
+    shared node is compiled once (``memo``, by identity) and the work stays linear in the
+    number of distinct shapes, however often they are referenced."""
+    nested = memo is not None
+    memo = {} if memo is None else memo
+    key = (id(schema), closed_objects)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit[1]
+    s = schema if isinstance(schema, dict) else {}
+    if nested and s.get(TYPE_NAME_KEY):
+        # A named shape inside a parameter is compiled on first use: a large document's
+        # operations share hundreds of them, and most are never sent.
+        compiled: list[Checker] = []
+
+        def lazy(value: Any, path: str) -> Any:
+            if not compiled:
+                compiled.append(_compile(s, closed_objects, memo))
+            return compiled[0](value, path)
+
+        memo[key] = (schema, lazy)
+        return lazy
+    check = _compile(s, closed_objects, memo)
+    memo[key] = (schema, check)  # the schema is kept so its id is not reused during this compile
+    return check
+
+
+Memo = dict[tuple[int, bool], tuple[Any, Checker]]
+
+
+def _compile(s: dict[str, Any], closed_objects: bool, memo: Memo) -> Checker:
     variants = s.get("anyOf") or s.get("oneOf")
     if isinstance(variants, list) and variants:
-        return _compile_union(s, [compile_schema(v, closed_objects) for v in variants], closed_objects)
+        return _compile_union(s, [compile_schema(v, closed_objects, memo) for v in variants], closed_objects, memo)
     all_of = s.get("allOf")
     if isinstance(all_of, list) and all_of and not s.get("type"):
-        parts = [compile_schema(v, closed_objects) for v in all_of]
+        parts = [compile_schema(v, closed_objects, memo) for v in all_of]
 
         def check_all(value: Any, path: str) -> Any:
             for p in parts:
@@ -70,7 +118,7 @@ def compile_schema(schema: dict[str, Any], closed_objects: bool = False) -> Chec
     type_list: list[str] = [types] if isinstance(types, str) else list(types or [])
     if not type_list and "properties" in s:
         type_list = ["object"]
-    preds = [_PY_TYPES[t] for t in type_list if t in _PY_TYPES]
+    preds = [_PY_TYPES[t] for t in type_list if isinstance(t, str) and t in _PY_TYPES]
     expected = type_label(strip_null(s)) if type_list else "any"
     steps: list[Checker] = []
 
@@ -79,7 +127,7 @@ def compile_schema(schema: dict[str, Any], closed_objects: bool = False) -> Chec
         allowed = list(enum)
 
         def check_enum(v: Any, path: str) -> Any:
-            if v not in allowed or (isinstance(v, bool) and not any(a is v for a in allowed)):
+            if not any(json_equal(v, a) for a in allowed):
                 shown = ", ".join(repr(a) if not isinstance(a, str) else f"'{a}'" for a in allowed[:20])
                 raise invalid_value(path, "enum", f"must be one of: {shown}", allowed=allowed)
             return v
@@ -89,7 +137,7 @@ def compile_schema(schema: dict[str, Any], closed_objects: bool = False) -> Chec
         const = s["const"]
 
         def check_const(v: Any, path: str) -> Any:
-            if v != const:
+            if not json_equal(v, const):
                 raise invalid_value(path, "const", f"must be {const!r}", allowed=[const])
             return v
 
@@ -98,9 +146,9 @@ def compile_schema(schema: dict[str, Any], closed_objects: bool = False) -> Chec
     steps.extend(_numeric_steps(s))
     steps.extend(_string_steps(s))
     if "array" in type_list or "items" in s:
-        steps.extend(_array_steps(s, closed_objects))
+        steps.extend(_array_steps(s, closed_objects, memo))
     if "object" in type_list:
-        obj = _object_step(s, closed_objects)
+        obj = _object_step(s, closed_objects, memo)
         if obj:
             steps.append(obj)
 
@@ -118,10 +166,10 @@ def compile_schema(schema: dict[str, Any], closed_objects: bool = False) -> Chec
     return check
 
 
-def _compile_union(s: dict[str, Any], options: list[Checker], closed: bool) -> Checker:
+def _compile_union(s: dict[str, Any], options: list[Checker], closed: bool, memo: Memo) -> Checker:
     label = type_label(s)
     extra = {k: v for k, v in s.items() if k not in ("anyOf", "oneOf")}
-    outer = compile_schema(extra, closed) if any(k in extra for k in ("enum", "minimum", "pattern")) else None
+    outer = compile_schema(extra, closed, memo) if any(k in extra for k in ("enum", "minimum", "pattern")) else None
 
     def check(value: Any, path: str) -> Any:
         first_value_error: MCPAQLError | None = None
@@ -179,10 +227,7 @@ def _string_steps(s: dict[str, Any]) -> list[Checker]:
         steps.append(length)
     pattern = s.get("pattern")
     if isinstance(pattern, str):
-        try:
-            rx = re.compile(pattern)
-        except re.error:
-            rx = None
+        rx = _regex(pattern)
         if rx is not None:
 
             def match(v: Any, path: str) -> Any:
@@ -204,10 +249,18 @@ def _string_steps(s: dict[str, Any]) -> list[Checker]:
     return steps
 
 
-def _array_steps(s: dict[str, Any], closed: bool) -> list[Checker]:
+def _regex(pattern: str) -> re.Pattern[str] | None:
+    """A JSON Schema pattern (ECMA 262) as a Python regex; one Python cannot compile is not checked."""
+    try:
+        return re.compile(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return None
+
+
+def _array_steps(s: dict[str, Any], closed: bool, memo: Memo) -> list[Checker]:
     steps: list[Checker] = []
     items = s.get("items")
-    item_check = compile_schema(items, closed) if isinstance(items, dict) and items else None
+    item_check = compile_schema(items, closed, memo) if isinstance(items, dict) and items else None
     lo, hi = s.get("minItems"), s.get("maxItems")
     unique = bool(s.get("uniqueItems"))
 
@@ -232,14 +285,16 @@ def _array_steps(s: dict[str, Any], closed: bool) -> list[Checker]:
     return steps
 
 
-def _object_step(s: dict[str, Any], closed: bool) -> Checker | None:
+def _object_step(s: dict[str, Any], closed: bool, memo: Memo) -> Checker | None:
     props: dict[str, Any] = s.get("properties") or {}
     required = [r for r in (s.get("required") or []) if isinstance(r, str)]
     addl = s.get("additionalProperties")
     is_closed = addl is False or (closed and addl is None and bool(props))
-    prop_checks = {k: compile_schema(v, closed) for k, v in props.items() if isinstance(v, dict)}
-    addl_check = compile_schema(addl, closed) if isinstance(addl, dict) and addl else None
-    if not (prop_checks or required or is_closed or addl_check):
+    prop_checks = {k: compile_schema(v, closed, memo) for k, v in props.items() if isinstance(v, dict)}
+    addl_check = compile_schema(addl, closed, memo) if isinstance(addl, dict) and addl else None
+    patterns = [(rx, compile_schema(ps, closed, memo)) for pat, ps in (s.get("patternProperties") or {}).items()
+                if isinstance(ps, dict) and (rx := _regex(pat)) is not None]
+    if not (prop_checks or required or is_closed or addl_check or patterns):
         return None
     known = sorted(props)
 
@@ -253,8 +308,13 @@ def _object_step(s: dict[str, Any], closed: bool) -> Checker | None:
         unknown = []
         for k, x in v.items():
             c = prop_checks.get(k)
+            matched = [pc for rx, pc in patterns if isinstance(k, str) and rx.search(k)]
             if c is not None:
-                out[k] = c(x, f"{path}.{k}")
+                x = c(x, f"{path}.{k}")
+            for pc in matched:  # patternProperties apply besides properties (JSON Schema §10.3.2.2)
+                x = pc(x, f"{path}.{k}")
+            if c is not None or matched:
+                out[k] = x
             elif is_closed:
                 unknown.append(k)
             else:

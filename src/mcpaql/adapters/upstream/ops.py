@@ -27,13 +27,16 @@ from ...protocol.context import Context
 from ...protocol.errors import MCPAQLError
 from ...protocol.operations import NO_DEFAULT, OperationSpec, ParamSpec, TypeRef, TypeSpec, type_specs
 from ...protocol.registry import NAME_RE
-from ...protocol.schema import pascal, resolve
+from ...protocol.schema import TYPE_NAME_KEY, SchemaContext, pascal, resolve, strip_null, type_label
 from .classify import Classification, classify, snake_name
 from .fields import FIELDS, fields_param, select, wants_fields
 from .messages import MAX_INPUT, Redactor, argument_strings, strip_traces, summarise
 
 CTX_PARAM = "_mcpaql_ctx"
 RESULT_TYPE = TypeRef("ToolResult", "object")
+# A tool-definition key (never shown to a model: tokens count only MCP's fields) holding the schema
+# of what a call returns when the source knows it but MCP's outputSchema cannot say it (OpenAPI).
+RETURNS_KEY = "x-mcpaql-returns"
 
 # Calls an upstream tool: (tool name, arguments with upstream names, context) → CallToolResult
 # as a wire dict (``content``, ``structuredContent``, ``isError``, ``_meta``).
@@ -45,12 +48,18 @@ def param_name(original: str) -> str:
     return snake_name(original)
 
 
-def params_from_schema(op_name: str, input_schema: Mapping[str, Any] | None) -> tuple[list[ParamSpec], list[TypeSpec]]:
+def params_from_schema(
+    op_name: str, input_schema: Mapping[str, Any] | None, context: SchemaContext | None = None
+) -> tuple[list[ParamSpec], list[TypeSpec]]:
+    """Parameters and nested types of one tool. ``context`` is shared by all the tools of one
+    registry: type names stay distinct across them and shared ``$ref`` targets are resolved once.
+    Raises :class:`SchemaTooComplex` for a schema past the depth/size budget."""
     schema = dict(input_schema or {})
-    required = set(schema.get("required") or [])
-    # Resolve the whole input schema once so ``$defs`` shared between parameters are inlined.
-    resolved = resolve(schema, pascal(op_name, "input"))
-    props: dict[str, Any] = resolved.get("properties") or {}
+    required = {r for r in schema.get("required") or [] if isinstance(r, str)}
+    # Resolve the whole input schema once so ``$defs`` shared between parameters are resolved once.
+    resolved = resolve(schema, pascal(op_name, "input"), context)
+    props = resolved.get("properties")
+    props = props if isinstance(props, dict) else {}
     params: list[ParamSpec] = []
     types: list[TypeSpec] = []
     used: set[str] = set()
@@ -61,8 +70,6 @@ def params_from_schema(op_name: str, input_schema: Mapping[str, Any] | None) -> 
         used.add(name)
         if not isinstance(pschema, dict):
             pschema = {}
-        # Top-level parameter types are named after the parameter, not the tool's input object.
-        pschema = _rename_top(pschema, pascal(op_name, original))
         params.append(
             ParamSpec(
                 name=name,
@@ -78,12 +85,30 @@ def params_from_schema(op_name: str, input_schema: Mapping[str, Any] | None) -> 
                 sensitive=bool(pschema.get("writeOnly")) or pschema.get("format") == "password",
             )
         )
-        types.extend(type_specs(pschema))
+        types.extend(type_specs(pschema, context))
     return params, types
 
 
-def _rename_top(s: dict[str, Any], name: str) -> dict[str, Any]:
-    return s  # resolve() already names nested shapes by their path (Op + Input + Param …)
+def returns_from_schema(
+    op_name: str, schema: Mapping[str, Any] | None, context: SchemaContext | None = None
+) -> tuple[TypeRef, list[TypeSpec]]:
+    """``returns`` (a TypeInfo) for a result schema (an OpenAPI 2xx JSON response or an MCP
+    ``outputSchema``), plus the named types it uses; no schema → the generic ``ToolResult``."""
+    if not isinstance(schema, Mapping) or not schema:
+        return RESULT_TYPE, []
+    resolved = strip_null(resolve(dict(schema), pascal(op_name, "result"), context))
+    types = type_specs(resolved, context)
+    name = resolved.get(TYPE_NAME_KEY)
+    desc = resolved.get("description") if isinstance(resolved.get("description"), str) else None
+    if name and "enum" in resolved:
+        return TypeRef(str(name), "enum", desc), types
+    label = type_label(resolved)
+    if name and label == name:
+        return TypeRef(label, "object", desc), types
+    if label.endswith("[]"):
+        return TypeRef(label, "object", desc or f"Array of {label[:-2]}"), types
+    kind = "union" if " | " in label else "object" if label in ("object", "array", "any") else "scalar"
+    return TypeRef(label.title() if kind != "union" else label, kind, desc), types
 
 
 def spec_from_tool(
@@ -94,15 +119,19 @@ def spec_from_tool(
     classification: Classification | None = None,
     upstream: str | None = None,
     field_selection: bool = False,
+    schemas: SchemaContext | None = None,
 ) -> OperationSpec:
     """One operation per upstream tool; the handler forwards to ``call`` (upstream ``tools/call``).
 
     ``field_selection`` adds the ``fields`` parameter to a READ operation whose tool has none.
+    ``schemas`` is the registry's shared :class:`SchemaContext` (distinct type names, shared refs).
+    ``returns`` comes from the tool's result schema (:data:`RETURNS_KEY`, else ``outputSchema``).
     """
     tool_name = str(tool["name"])
     c = classification or classify(tool)
     op_name = name or snake_name(tool_name)
-    params, types = params_from_schema(op_name, tool.get("inputSchema"))
+    params, types = params_from_schema(op_name, tool.get("inputSchema"), schemas)
+    returns, result_types = returns_from_schema(op_name, tool.get(RETURNS_KEY) or tool.get("outputSchema"), schemas)
     description = " ".join(str(tool.get("description") or tool.get("title") or op_name.replace("_", " ")).split())
     selectable = field_selection and c.category is Category.READ and wants_fields(params)
     if selectable:
@@ -125,8 +154,8 @@ def spec_from_tool(
         description=description,
         handler=handler,
         params=tuple(params),
-        returns=RESULT_TYPE,
-        types=tuple(types),
+        returns=returns,
+        types=(*types, *result_types),
         danger_level=c.danger_level,
         dangerous=c.danger_level in ("dangerous", "forbidden"),
         context_param=CTX_PARAM,

@@ -29,12 +29,14 @@ from ...config import Config
 from ...protocol.categories import Category
 from ...protocol.dispatch import Engine
 from ...protocol.operations import OperationSpec
-from ...protocol.registry import RESERVED, Registry
+from ...protocol.registry import RESERVED, Registry, SchemaError
+from ...protocol.schema import SchemaContext, SchemaTooComplex
 from ..holder import EngineHolderBase
 from .classify import Classification, classify, snake_name
 from .ops import CallFn, spec_from_tool
 from .runtime import Upstream, UpstreamSpec
 
+log = logging.getLogger("mcpaql.wrap")
 Listener = Callable[[Engine], Awaitable[None] | None]
 log = logging.getLogger("mcpaql.wrap")
 
@@ -137,17 +139,31 @@ def build_registry(
     version: str = "0.1.0",
     description: str | None = None,
     open_world: bool | None = None,
+    schemas: SchemaContext | None = None,
     **select: Any,
 ) -> Registry:
     """A registry of operations for the given tools; ``call_for(upstream)`` makes each handler.
 
     ``open_world`` defaults to what the tools declare (``openWorldHint``, true when absent, as in MCP).
+    ``schemas`` (one per registry unless given) keeps type names distinct across the tools and
+    resolves shared ``$ref`` targets once. A tool whose schema cannot be served (past the depth or
+    size budget, or an unusable shape) is skipped with a warning: never the whole server.
     """
+    schemas = (schemas if schemas is not None else SchemaContext()).fork()
     if open_world is None:
         open_world = any((t.get("annotations") or {}).get("openWorldHint", True) for ts in sources.values() for t in ts)
     reg = Registry(name, display_name=display_name, version=version, open_world=open_world, description=description)
     for up, tool, op, c in select_tools(sources, **select):
-        reg.add(spec_from_tool(tool, call_for(up), name=op, classification=c, upstream=up, field_selection=True))
+        try:
+            reg.add(
+                spec_from_tool(tool, call_for(up), name=op, classification=c, upstream=up, field_selection=True, schemas=schemas)
+            )
+        except SchemaTooComplex as e:
+            log.warning("operation %s skipped: %s", op, e)
+        except SchemaError as e:  # a type clash the naming could not avoid (types named by hand)
+            if e.code != "SCHEMA_DUPLICATE_NAME":
+                raise
+            log.warning("operation %s skipped: %s", op, e.message)
     return reg
 
 
