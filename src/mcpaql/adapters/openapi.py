@@ -42,8 +42,8 @@ from .holder import EngineHolderBase
 from .http import http_error
 from .request import build_url, header_problem, header_value, path_segment
 from .targets import GuardedTransport, TargetPolicy, is_local_source, proxied, refused_by
-from .upstream.messages import Redactor, argument_strings
 from .upstream.classify import snake_name
+from .upstream.messages import Redactor, argument_strings
 from .upstream.ops import RETURNS_KEY, param_name
 from .upstream.runtime import expand_env
 from .upstream.wrap import build_registry, format_exclusions
