@@ -22,6 +22,7 @@ ADDRESS_FORMATS = frozenset(
     {"uri", "url", "iri", "uri-reference", "iri-reference", "uri-template", "hostname", "idn-hostname", "ipv4", "ipv6"}
 )
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_HOSTLIKE = re.compile(r"\[?[0-9A-Fa-f:]*:[0-9A-Fa-f:.]*\]?|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+\.?(?::\d+)?(?:/\S*)?")
 _ADDRESS_NAME = re.compile(r"(^|_)(url|uri|urls|uris|href|link|endpoint|webhook|website|homepage|host|hostname)($|_)")
 
 
@@ -80,10 +81,10 @@ def remote_urls(value: Any) -> list[str]:
 
 
 def is_remote_value(value: Any, p: dict[str, Any] | None = None) -> bool:
-    """True if ``value`` names a non-loopback address (a remote URL, or a non-loopback host
-    or IP for a parameter documented as one)."""
+    """True if ``value`` names a non-loopback address: a remote URL, or, for a parameter
+    documented as an address, a host name with a dot or an IP address that is not loopback."""
     if remote_urls(value):
         return True
     if p is not None and isinstance(value, str) and is_address_param(p) and host_of(value) is None:
-        return bool(value) and not is_loopback_host(value)
+        return _HOSTLIKE.fullmatch(value) is not None and not is_loopback_host(value)
     return False

@@ -8,6 +8,11 @@ covers literals, escapes, ``.``, classes (ranges, negation, ``\\d\\w\\s``), grou
 Lookarounds, back-references and word boundaries are refused (:class:`Unsupported`), and every
 candidate is checked with :func:`re.search` before it is returned, so a value is never wrong,
 only sometimes unavailable.
+
+The patterns come from the server under test, so the suite's own regex work must stay bounded:
+a pattern that repeats something which itself repeats or alternates (``(a+)+``, ``(a|a)*`` —
+the shapes with exponential backtracking) is refused before any string is matched against it
+(:func:`compile_safe`).
 """
 
 from __future__ import annotations
@@ -207,6 +212,41 @@ class _Parser:
         return _Chars(preferred + "".join(ch for ch in dict.fromkeys(pool) if ch not in preferred))
 
 
+def _multi(r: _Repeat) -> bool:
+    return r.hi is None or r.hi > 1
+
+
+def _backtracks(node: object, inside: bool = False) -> bool:
+    """True for nested repetition, or alternation under repetition (star height above one)."""
+    if isinstance(node, _Repeat):
+        if inside and _multi(node):
+            return True
+        return _backtracks(node.node, inside or _multi(node))
+    if isinstance(node, _Seq):
+        return any(_backtracks(n, inside) for n in node.items)
+    if isinstance(node, _Alt):
+        return inside or any(_backtracks(n, inside) for n in node.options)
+    return False
+
+
+def compile_safe(pattern: str) -> tuple[re.Pattern[str], object]:
+    """The compiled pattern and its parse tree, or :class:`Unsupported` when the pattern cannot
+    be read or could make matching backtrack exponentially."""
+    if len(pattern) > MAX_PATTERN:
+        raise Unsupported("pattern too long")
+    try:
+        compiled = re.compile(pattern)
+    except (re.error, RecursionError, OverflowError):
+        raise Unsupported("not a regular expression Python can read") from None
+    try:
+        tree = _Parser(pattern).parse()
+    except RecursionError:
+        raise Unsupported("pattern nested too deeply") from None
+    if _backtracks(tree):
+        raise Unsupported("nested repetition: matching could backtrack exponentially")
+    return compiled, tree
+
+
 def _render(node: object, extra: int, choice: int) -> str:
     """One string of ``node``'s language: each open repetition takes ``extra`` more items than
     its minimum (bounded by its maximum); alternations take option ``choice`` when they have it."""
@@ -228,10 +268,7 @@ def matching(pattern: str, min_length: int = 0, max_length: int | None = None) -
 
     Raises :class:`Unsupported` when the pattern is outside the supported syntax, and
     :class:`ValueError` when no candidate fits the length bounds."""
-    if len(pattern) > MAX_PATTERN:
-        raise Unsupported("pattern too long")
-    compiled = re.compile(pattern)  # re.error (a ValueError) for patterns Python cannot read
-    tree = _Parser(pattern).parse()
+    compiled, tree = compile_safe(pattern)
     hi = MAX_OUTPUT if max_length is None else min(max_length, MAX_OUTPUT)
     for choice in range(4):
         for extra in (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64):

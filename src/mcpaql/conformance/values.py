@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import network
-from .patterns import Unsupported, matching
+from .patterns import MAX_OUTPUT, Unsupported, compile_safe, matching
 
 UNKNOWN_PARAM = "mcpaql_conformance_probe"
 MISSING_ID = "mcpaql-conformance-missing-0"
@@ -137,7 +137,7 @@ def description_examples(description: Any) -> list[str]:
 
 
 def name_hint(name: str, description: Any = None) -> str | None:
-    low = re.sub(r"[^a-z0-9]+", "_", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)).lower().strip("_")
+    low = re.sub(r"[^a-z0-9]+", "_", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()).strip("_")
     if network.is_address_param({"name": low}):
         return network.LOOPBACK_URL
     if low in ("query", "statement", "q") and isinstance(description, str) and re.search(r"\bSQL\b", description):
@@ -156,7 +156,7 @@ def _fits(v: str, p: dict[str, Any], compiled: re.Pattern[str] | None, allow_net
     lo, hi = p.get("minLength"), p.get("maxLength")
     if isinstance(lo, int) and len(v) < lo:
         return False
-    if isinstance(hi, int) and len(v) > hi:
+    if (isinstance(hi, int) and len(v) > hi) or (len(v) > MAX_OUTPUT and compiled is not None):
         return False
     if compiled is not None and not compiled.search(v):
         return False
@@ -170,9 +170,9 @@ def _fit_string(p: dict[str, Any], seed: str, allow_network: bool = False) -> st
     compiled: re.Pattern[str] | None = None
     if isinstance(pattern, str):
         try:
-            compiled = re.compile(pattern)
-        except re.error:
-            raise CannotBuild(f"pattern '{pattern}' of '{name}' is not a valid regular expression") from None
+            compiled, _ = compile_safe(pattern)
+        except Unsupported as e:
+            raise CannotBuild(f"the pattern of '{name}' is not used for probes ({e})") from None
     candidates: list[str] = []
     if fmt in URL_FORMATS:
         candidates += [_url(allow_network), network.LOOPBACK_URL.replace("http://", "https://")]
