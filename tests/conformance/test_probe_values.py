@@ -80,7 +80,9 @@ def test_pattern_examples(pattern: str, expected: str) -> None:
     assert matching(pattern) == expected
 
 
-@pytest.mark.parametrize("pattern", [r"^(?=a)a$", r"(a)\1", r"\bword\b", r"^(?!x).$", r"\p{L}+", r"^(a+)+$", r"^(a|a)*$", "x" * 600])
+@pytest.mark.parametrize(
+    "pattern", [r"^(?=a)a$", r"(a)\1", r"\bword\b", r"^(?!x).$", r"\p{L}+", r"^(a+)+$", r"^(a|a)*$", "x" * 600]
+)
 def test_unsupported_syntax_is_refused(pattern: str) -> None:
     with pytest.raises(ValueError):
         matching(pattern)
