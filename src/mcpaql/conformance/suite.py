@@ -433,6 +433,13 @@ class Suite:
             except CannotBuild:
                 if p.get("required"):
                     raise
+        if not self.allow_network:  # a default naming a remote address would be applied by the server: override it
+            for p in params:
+                if p["name"] not in out and "default" in p and network.is_remote_value(p["default"], p):
+                    with contextlib.suppress(CannotBuild):
+                        out[p["name"]] = build_value(
+                            {k: v for k, v in p.items() if k != "default"} | {"required": True}, self.lookup, seed=seed
+                        )
         if optional:  # object params (e.g. `input`) get their documented optional fields too
             for p in params:
                 d = self.lookup(str(p.get("type")))
