@@ -704,6 +704,8 @@ def conformance(
     fmt: Annotated[str, typer.Option("--format", help="text | json | markdown")] = "text",
     evidence: Annotated[str | None, typer.Option(help="Write an evidence bundle (spec fixture-runner format)")] = None,
     read_only: Annotated[bool, typer.Option(help="Skip every test that creates, changes or deletes data")] = False,
+    allow_network: Annotated[bool, typer.Option(
+        help="Let probes carry non-loopback addresses and call open-world tools with an address")] = False,
 ) -> None:
     """Test a live MCP-AQL server against the spec; exit 0 when the level is met."""
     from .conformance import run_cli
@@ -714,7 +716,7 @@ def conformance(
         _fail("--format must be text, json or markdown")
     target = _server_target(server, ctx.args)
     output, code = run_cli(target, level=level, fmt=fmt, evidence=evidence, read_only=read_only,
-                           color=sys.stdout.isatty())
+                           color=sys.stdout.isatty(), allow_network=allow_network)
     print(output)
     raise typer.Exit(code)
 

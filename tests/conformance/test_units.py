@@ -42,16 +42,19 @@ def test_build_value_uses_only_documented_constraints() -> None:
     }
     look = types.get
     assert build_value({"name": "s", "type": "string", "enum": ["a", "b"]}, look) == "a"
-    assert build_value({"name": "n", "type": "integer", "minimum": 3, "maximum": 9}, look) == 3
+    assert build_value({"name": "n", "type": "integer", "minimum": 3, "maximum": 9}, look) == 4  # inside: bounds may be exclusive
     assert build_value({"name": "d", "type": "string", "format": "date-time"}, look) == "2026-01-02T03:04:05Z"
     assert len(build_value({"name": "s", "type": "string", "minLength": 40}, look)) == 40
     assert build_value({"name": "tag", "type": "string", "pattern": "^[a-z]+$"}, look).isalpha()
-    assert build_value({"name": "box", "type": "Box", "required": True}, look) == {"w": 5, "color": "red"}
+    assert build_value({"name": "box", "type": "Box", "required": True}, look) == {"w": 6, "color": "red"}
     assert build_value({"name": "tags", "type": "string[]", "required": True}, look) == ["mcpaql-conformance"]
     with pytest.raises(CannotBuild):
         build_value({"name": "x", "type": "Gadget", "required": True}, look)
-    with pytest.raises(CannotBuild):
-        build_value({"name": "x", "type": "string", "pattern": "^Z{3}[0-9]{9}$"}, look)
+    assert build_value({"name": "x", "type": "string", "pattern": "^Z{3}[0-9]{9}$"}, look) == "ZZZ111111111"
+    with pytest.raises(CannotBuild):  # the pattern's strings are longer than maxLength
+        build_value({"name": "x", "type": "string", "pattern": "^Z{3}[0-9]{9}$", "maxLength": 5}, look)
+    with pytest.raises(CannotBuild):  # lookarounds are outside the generator's syntax
+        build_value({"name": "x", "type": "string", "pattern": "^(?=Q)Q[0-9]$"}, look)
     assert wrong_value({"name": "s", "type": "string"}) == 12345
     assert wrong_value({"name": "n", "type": "integer"}) == "not-a-number"
 

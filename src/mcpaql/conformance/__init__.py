@@ -7,7 +7,8 @@ its introspection, and grade it against the spec's conformance levels.
 
 ``target`` is a URL (streamable HTTP), a command line (string or argv list) for stdio, or an
 already-open connection object with ``list_tools_raw()`` and ``call_tool()`` (see
-:class:`mcpaql.mcp.Connection`). The suite never changes data it did not create.
+:class:`mcpaql.mcp.Connection`). The suite never changes data it did not create, and sends
+no address that is not loopback unless ``allow_network=True`` (docs/conformance.md).
 """
 
 from __future__ import annotations
@@ -50,27 +51,35 @@ async def run_conformance(
     env: dict[str, str] | None = None,
     headers: dict[str, str] | None = None,
     use_schemas: bool = True,
+    allow_network: bool = False,
 ) -> Report:
     """Run the suite against ``target`` and return the :class:`Report` (with its evidence bundle).
 
     ``schemas`` is the directory holding the spec's JSON Schemas (default: ``MCPAQL_SPEC_SCHEMAS``
     or ``../shared/spec/schemas``); without them structural checks are used and schema
     validation is reported as SKIP. ``env``/``headers`` go to the stdio process / HTTP requests.
+    ``allow_network`` lets calls carry non-loopback addresses (and open-world tools be called
+    with an address), which a server like a URL fetcher needs to be tested fully.
     """
     if level not in (1, 2):
         raise ValueError("level must be 1 or 2")
     validators = Validators(schemas, use_schemas=use_schemas)
     if hasattr(target, "call_tool") and hasattr(target, "list_tools_raw"):
-        report = Report(target=str(getattr(target, "spec", "connection")), requested_level=level, read_only=read_only)
-        await _run(target, report, level, read_only, validators)
+        report = Report(
+            target=str(getattr(target, "spec", "connection")),
+            requested_level=level,
+            read_only=read_only,
+            allow_network=allow_network,
+        )
+        await _run(target, report, level, read_only, validators, allow_network)
         return report
     from ..mcp.client import connect, parse_server_spec
 
     spec = parse_server_spec(target)
-    report = Report(target=str(spec), requested_level=level, read_only=read_only)
+    report = Report(target=str(spec), requested_level=level, read_only=read_only, allow_network=allow_network)
     try:
         async with connect(spec, env=env, headers=headers) as conn:
-            await _run(conn, report, level, read_only, validators)
+            await _run(conn, report, level, read_only, validators, allow_network)
     except Exception as e:
         if not report.results and report.fatal is None:
             report.fatal = f"could not connect to {spec}: {type(e).__name__}: {e}"
@@ -90,8 +99,10 @@ def run_cli(
     read_only: bool = False,
     color: bool | None = None,
     inherit_env: bool = True,
+    allow_network: bool = False,
 ) -> tuple[str, int]:
-    """Everything ``mcpaql conformance SERVER [--level] [--format] [--evidence] [--read-only]`` does:
+    """Everything ``mcpaql conformance SERVER [--level] [--format] [--evidence] [--read-only]
+    [--allow-network]`` does:
     run, render, write the evidence bundle; returns ``(output, exit_code)``.
 
     Exit codes: 0 requested level met, 1 a MUST check failed, 2 Level 1 met but Level 2 was
@@ -103,18 +114,20 @@ def run_cli(
     if fmt not in FORMATS:
         raise ValueError(f"unknown format '{fmt}' (use one of: {', '.join(FORMATS)})")
     env = dict(os.environ) if inherit_env else None
-    report = anyio.run(lambda: run_conformance(target, level=level, read_only=read_only, env=env))
+    report = anyio.run(lambda: run_conformance(target, level=level, read_only=read_only, env=env, allow_network=allow_network))
     if evidence is not None:
         write_evidence(report, evidence)
     return render(report, fmt, color=color), report.exit_code
 
 
-async def _run(conn: Any, report: Report, level: int, read_only: bool, validators: Validators) -> None:
+async def _run(
+    conn: Any, report: Report, level: int, read_only: bool, validators: Validators, allow_network: bool = False
+) -> None:
     info = getattr(conn, "server_info", None)
     if info is not None:
         report.implementation = getattr(info, "name", None) or report.implementation
         report.version = getattr(info, "version", None)
-    suite = Suite(conn, report, level=level, read_only=read_only, validators=validators)
+    suite = Suite(conn, report, level=level, read_only=read_only, validators=validators, allow_network=allow_network)
     try:
         await suite.run()
     finally:
@@ -123,4 +136,9 @@ async def _run(conn: Any, report: Report, level: int, read_only: bool, validator
         order = {c.key: i for i, c in enumerate(CATEGORIES)}
         report.results.sort(key=lambda r: (order[r.category.key], int(r.id.rsplit("-", 1)[1])))
         report.exchanges = suite.exchanges
+        if suite.held_back:
+            report.notes.append(
+                f"{len(suite.held_back)} call(s) not made because they would reach the network "
+                f"(run with --allow-network to make them): {'; '.join(suite.held_back[:6])}"
+            )
         report.evidence_bundle = build_bundle(report, suite.bundle)

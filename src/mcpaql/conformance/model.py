@@ -39,6 +39,10 @@ CONSTRAINTS = Category("constraints", "Constraint Documentation", False, 2)
 SEMANTIC = Category("semantic", "Semantic Evaluation", False, 2)
 CATEGORIES: tuple[Category, ...] = (MCP, INTROSPECTION, ROUTING, PARAMETERS, ERRORS, ROUND_TRIP, LEVEL2, CONSTRAINTS, SEMANTIC)
 
+# ``error.details`` keys that say a failure came from behind the server: the spec's own
+# (error-codes.md §4.11 ``http_status``/``upstream_error``) and those wrappers add.
+UPSTREAM_DETAIL_KEYS = ("upstream_tool", "upstream_error", "upstream_code", "upstream_status", "http_status")
+
 
 @dataclass(slots=True)
 class Exchange:
@@ -46,7 +50,7 @@ class Exchange:
 
     tool: str
     arguments: Any
-    kind: str = "result"  # result | jsonrpc_error | transport_error
+    kind: str = "result"  # result | jsonrpc_error | transport_error | held_back (never sent)
     is_error: bool | None = None
     envelope: dict[str, Any] | None = None  # parsed JSON text content, when it is an object
     text: str | None = None  # raw text content when not JSON
@@ -79,9 +83,23 @@ class Exchange:
     def data(self) -> Any:
         return (self.envelope or {}).get("data")
 
+    @property
+    def upstream_rejected(self) -> bool:
+        """A failure the server passed on from what it wraps (an upstream tool or API), as its
+        ``error.details`` say — not one of its own protocol errors. A temporarily unavailable
+        upstream (``retryable``) is the server's condition, not a verdict on the probe."""
+        if self.envelope is None or self.envelope.get("success") is not False:
+            return False
+        details = self.error.get("details")
+        if not isinstance(details, dict) or details.get("retryable") is True:
+            return False
+        return any(details.get(k) not in (None, "") for k in UPSTREAM_DETAIL_KEYS)
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"tool": self.tool, "arguments": self.arguments}
-        if self.kind == "result":
+        if self.kind == "held_back":
+            d["response"] = {"held_back": self.rpc_message}
+        elif self.kind == "result":
             d["response"] = (
                 {"isError": self.is_error, "envelope": self.envelope}
                 if self.envelope is not None
@@ -104,6 +122,8 @@ class CheckResult:
     checklist: tuple[str, ...]
     message: str
     evidence: list[Exchange] = field(default_factory=list)
+    # probes the upstream behind a wrapping server rejected for its own reasons: neither PASS nor FAIL
+    upstream_rejected: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -116,6 +136,8 @@ class CheckResult:
         }
         if self.status is not Status.PASS and self.evidence:
             d["evidence"] = [e.to_dict() for e in self.evidence[:5]]
+        if self.upstream_rejected:
+            d["upstreamRejected"] = list(self.upstream_rejected)
         return d
 
 
@@ -127,6 +149,7 @@ class Report:
     version: str | None = None
     spec_version: str = "1.0.0-draft"
     read_only: bool = False
+    allow_network: bool = False
     modes: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
     results: list[CheckResult] = field(default_factory=list)
@@ -186,6 +209,13 @@ class Report:
             s[key[r.status]] += 1
         return s
 
+    @property
+    def upstream_rejections(self) -> int:
+        """Calls the wrapped upstream rejected for its own reasons (neutral), each counted once."""
+        if self.exchanges:
+            return sum(1 for ex in self.exchanges if ex.upstream_rejected)
+        return len({line for r in self.results for line in r.upstream_rejected})
+
     def claim(self) -> str:
         if self.achieved_level == 0:
             return f"Not MCP-AQL conformant (spec {self.spec_version})"
@@ -196,7 +226,9 @@ class Report:
         verdict = "MET" if self.met else "NOT MET"
         return (
             f"Level {self.requested_level} {verdict}: {s['passed']} passed, {s['warned']} warned, "
-            f"{s['failed']} failed, {s['skipped']} skipped — {self.claim()}"
+            f"{s['failed']} failed, {s['skipped']} skipped"
+            + (f", {self.upstream_rejections} upstream-rejected probe(s) (neutral)" if self.upstream_rejections else "")
+            + f" — {self.claim()}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -225,9 +257,11 @@ class Report:
             "met": self.met,
             "claim": self.claim(),
             "readOnly": self.read_only,
+            "allowNetwork": self.allow_network,
             "modes": self.modes,
             "tools": self.tools,
             "summary": self.summary(),
+            "upstreamRejections": self.upstream_rejections,
             "categories": cats,
             "notes": self.notes,
             "exitCode": self.exit_code,

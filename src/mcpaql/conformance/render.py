@@ -45,7 +45,9 @@ def render_text(report: Report, *, color: bool | None = None, width: int = 120) 
     )
     console.print(
         f"Spec {escape(report.spec_version)} · requested Level {report.requested_level} · "
-        f"modes: {', '.join(report.modes) or 'none'} · tools: {len(report.tools)}" + (" · read-only" if report.read_only else "")
+        f"modes: {', '.join(report.modes) or 'none'} · tools: {len(report.tools)}"
+        + (" · read-only" if report.read_only else "")
+        + (" · network allowed" if report.allow_network else "")
     )
     if report.fatal:
         console.print(f"[bold red]FATAL[/bold red] {escape(report.fatal)}")
@@ -72,6 +74,8 @@ def render_text(report: Report, *, color: bool | None = None, width: int = 120) 
             if r.status is not Status.PASS:
                 for line in _evidence_lines(r):
                     body += f"\n[dim]  {escape(line)}[/dim]"
+            for line in r.upstream_rejected[:4]:
+                body += f"\n[cyan]  upstream rejected probe[/cyan] [dim]{escape(line)}[/dim]"
             table.add_row(f"[{_STYLE[r.status]}]{r.status.value}[/]", r.id, body)
         console.print()
         console.print(table)
@@ -112,6 +116,8 @@ def render_markdown(report: Report) -> str:
         ]
         for r in rs:
             detail = r.message.replace("|", "\\|").replace("\n", " ")
+            if r.upstream_rejected:
+                detail += " — upstream rejected probe: " + "; ".join(r.upstream_rejected[:4]).replace("|", "\\|")
             lines.append(f"| {r.status.value} | {r.id} | {r.name} | {', '.join(r.checklist)} | {detail} |")
         lines.append("")
         for r in rs:

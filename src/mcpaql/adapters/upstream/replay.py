@@ -8,7 +8,8 @@ JSON text. With ``--control`` extra tools exercise the wrapper's runtime paths:
 given message), ``replay_rpc_error`` (a JSON-RPC error with the given code), ``replay_sleep``
 (waits; counts the calls the client cancelled), ``replay_stats`` (those counts),
 ``replay_add_tool`` (adds a tool and sends ``tools/list_changed``) and ``replay_crash`` (the
-process exits, to test reconnects).
+process exits, to test reconnects). With ``--record FILE`` every ``tools/call`` it receives is
+appended to FILE as a JSON line (``{"tool", "arguments"}``), so tests can see what reached it.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def load_tools(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return list(data["tools"] if isinstance(data, dict) else data)
 
 
-def build_server(tools: list[dict[str, Any]], control: bool = False) -> Server[Any]:
+def build_server(tools: list[dict[str, Any]], control: bool = False, record: str | None = None) -> Server[Any]:
     # The echo cannot satisfy an outputSchema, and clients validate structured results against
     # it, so replayed tools are served without one.
     raw = [{k: v for k, v in t.items() if k != "outputSchema"} for t in tools] + (CONTROL_TOOLS if control else [])
@@ -60,6 +61,9 @@ def build_server(tools: list[dict[str, Any]], control: bool = False) -> Server[A
     async def on_call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         args = params.arguments or {}
         name = params.name
+        if record:
+            with open(record, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"tool": name, "arguments": args}, sort_keys=True) + "\n")
         if control and name == "replay_progress":
             steps = int(args.get("steps", 3))
             for i in range(steps):
@@ -99,26 +103,28 @@ def build_server(tools: list[dict[str, Any]], control: bool = False) -> Server[A
                         get_tool_input_schema=lambda name: None)
 
 
-async def serve(path: str, control: bool) -> None:
+async def serve(path: str, control: bool, record: str | None = None) -> None:
     from mcp.server.stdio import stdio_server
 
-    server = build_server(load_tools(path), control)
+    server = build_server(load_tools(path), control, record)
     async with stdio_server() as (r, w):
         await server.run(r, w, server.create_initialization_options(NotificationOptions(tools_changed=True)))
 
 
-def argv_for(fixture: str | os.PathLike[str], control: bool = False) -> list[str]:
+def argv_for(fixture: str | os.PathLike[str], control: bool = False, record: str | os.PathLike[str] | None = None) -> list[str]:
     """The command line that starts a replay server for ``fixture`` (for UpstreamSpec.from_argv)."""
-    return [sys.executable, "-m", "mcpaql.adapters.upstream.replay", str(fixture), *(["--control"] if control else [])]
+    return [sys.executable, "-m", "mcpaql.adapters.upstream.replay", str(fixture), *(["--control"] if control else []),
+            *(["--record", str(record)] if record else [])]
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("fixture")
     ap.add_argument("--control", action="store_true")
+    ap.add_argument("--record", help="append every tools/call received to this file (JSON lines)")
     a = ap.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    anyio.run(serve, a.fixture, a.control)
+    anyio.run(serve, a.fixture, a.control, a.record)
 
 
 if __name__ == "__main__":
