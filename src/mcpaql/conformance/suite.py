@@ -845,8 +845,10 @@ class Suite:
                 incons.append(f"{o['name']}: mcpTool '{d.get('mcpTool')}' is not an exposed tool")
             cat = str(d.get("semantic_category"))
             perms = d.get("permissions") or {}
-            want = {"READ": (True, False), "CREATE": (False, False)}.get(cat, (False, True))
-            if (perms.get("readOnly"), perms.get("destructive")) != want:
+            # A CREATE is additive by default, but one that overwrites (the upstream says destructiveHint,
+            # or its danger level is destructive) may honestly say destructive: both agree with CREATE.
+            want = {"READ": {(True, False)}, "CREATE": {(False, False), (False, True)}}.get(cat, {(False, True)})
+            if (perms.get("readOnly"), perms.get("destructive")) not in want:
                 incons.append(f"{o['name']}: permissions {perms} do not match category {cat}")
         self.add(
             "IF-10",
