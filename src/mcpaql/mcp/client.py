@@ -19,10 +19,12 @@ from typing import Any, Literal, TextIO
 
 import mcp_types as types
 from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import TypeAdapter
+
+from .. import reaper
 
 RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -147,7 +149,9 @@ async def connect(
             transport = streamable_http_client(spec.url, http_client=http)
         else:
             assert spec.command is not None
-            params = StdioServerParameters(command=spec.command, args=list(spec.args), env=env, cwd=cwd)
+            # under the reaper shim: the server cannot outlive this process, however it ends
+            command, *args = reaper.guarded(spec.command, spec.args, get_default_environment() | (env or {}), cwd)
+            params = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
             transport = stdio_client(params, errlog=errlog or sys.stderr)
         client = Client(
             transport,

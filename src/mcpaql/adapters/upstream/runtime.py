@@ -27,9 +27,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import TypeAdapter
 
+from ... import reaper
 from ...protocol.context import Context
 from ...protocol.errors import MCPAQLError
-from .lane import Lane, lane_available, lane_stdio_client
+from .lane import InvalidResult, Lane, lane_available, lane_stdio_client
 from .ops import upstream_error
 
 log = logging.getLogger("mcpaql.upstream")
@@ -203,7 +204,9 @@ class Upstream:
             if lane_available():  # tools/call goes straight over the pipes (see lane.py)
                 self._lane = Lane(self.name)
                 return lane_stdio_client(params, self._lane)
-            return params
+            # The SDK spawns it: still under the reaper shim, so it cannot outlive the wrapper.
+            command, *args = reaper.guarded(s.command, s.args, env, s.cwd)
+            return StdioServerParameters(command=command, args=args, env=env, cwd=s.cwd)
         headers: dict[str, str] = {}
         for k, v in (s.headers or {}).items():
             missing = [n for n in re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", v) if not os.environ.get(n)]
@@ -227,7 +230,8 @@ class Upstream:
                     mode="legacy",
                     message_handler=self._on_message,
                     # handshake and tools/list: no shorter than the connect budget; calls: call_timeout
-                    read_timeout_seconds=None if self.spec.call_timeout is None
+                    read_timeout_seconds=None
+                    if self.spec.call_timeout is None
                     else max(self.spec.call_timeout, self.spec.connect_timeout),
                     cache=None,
                 ) as client:
@@ -315,6 +319,14 @@ class Upstream:
             {"upstream": self.name, "upstream_tool": tool, "retryable": True},
         )
 
+    def _bad_result(self, tool: str, why: str) -> MCPAQLError:
+        """The upstream's answer is not a ``tools/call`` result: its fault, not the caller's input."""
+        return MCPAQLError(
+            "INTERNAL_ERROR",
+            f"Internal error: 'upstream tool {tool} sent an unusable result: {why}'",
+            {"upstream": self.name, "upstream_tool": tool, "retryable": False},
+        )
+
     async def call(self, tool: str, arguments: dict[str, Any], ctx: Context | None = None) -> dict[str, Any]:
         """``tools/call`` on the upstream; the result as a wire dict (isError results included)."""
         client = self._client
@@ -328,7 +340,10 @@ class Upstream:
 
         lane = self._lane
         try:
-            if lane is not None and lane.open:
+            if lane is not None:
+                if not lane.open:  # the pipe is gone; the supervisor is about to notice
+                    self.mark_broken()
+                    raise self._unavailable(tool)
                 result = await lane.call(tool, arguments, progress=progress, timeout=self.spec.call_timeout)
             else:
                 # The raw request, not Client.call_tool: a proxy forwards the upstream's result as
@@ -347,9 +362,10 @@ class Upstream:
             data = e.error.data
             msg = e.error.message + (f" ({data})" if isinstance(data, str) and data else "")
             raise upstream_error(msg, tool=tool, rpc_code=e.code) from None
-        except _CONNECTION_ERRORS:
+        except (*_CONNECTION_ERRORS, RuntimeError):
+            # RuntimeError: a transport used after it closed (its text is an object repr, never shown)
             self.mark_broken()
             raise self._unavailable(tool) from None
-        except (RuntimeError, ValueError) as e:  # client-side checks, e.g. structured output vs outputSchema
-            raise upstream_error(f"invalid result from the upstream: {e}", tool=tool) from None
+        except ValueError as e:  # InvalidResult from the lane, or the SDK could not parse the answer
+            raise self._bad_result(tool, str(e) if isinstance(e, InvalidResult) else "it could not be parsed") from None
         return {k: v for k, v in result.items() if v is not None}
