@@ -6,7 +6,7 @@
 JSON text. With ``--control`` extra tools exercise the wrapper's runtime paths:
 ``replay_progress`` (progress notifications), ``replay_error`` (an ``isError`` result with the
 given message), ``replay_rpc_error`` (a JSON-RPC error with the given code), ``replay_sleep``
-(waits; counts the calls the client cancelled), ``replay_stats`` (those counts),
+(waits; counts the calls the client cancelled), ``replay_stats`` (those counts and its pid),
 ``replay_add_tool`` (adds a tool and sends ``tools/list_changed``) and ``replay_crash`` (the
 process exits, to test reconnects).
 """
@@ -82,7 +82,7 @@ def build_server(tools: list[dict[str, Any]], control: bool = False) -> Server[A
                 raise
             state["finished_sleeps"] += 1
         elif control and name == "replay_stats":
-            stats = {"cancelled": state["cancelled"], "finished_sleeps": state["finished_sleeps"]}
+            stats = {"cancelled": state["cancelled"], "finished_sleeps": state["finished_sleeps"], "pid": os.getpid()}
             return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(stats))])
         elif not any(t.name == name for t in state["tools"]):
             return types.CallToolResult(content=[types.TextContent(type="text", text=f"Unknown tool: {name}")], is_error=True)
