@@ -108,21 +108,17 @@ class Lane:
         pending, self._pending = self._pending, {}
         for p in pending.values():
             if not p.future.done():
-                p.future.set_exception(MCPError(types.CONNECTION_CLOSED, f"Connection closed: {why}"))
+                p.future.set_exception(connection_closed(why))
 
     async def call(
         self, tool: str, arguments: dict[str, Any], *, progress: Progress | None = None, timeout: float | None = None
     ) -> dict[str, Any]:
         """The upstream's ``CallToolResult`` as a wire dict; JSON-RPC errors raise :class:`MCPError`."""
         if self._closed is not None or self._stdin is None or self._stdin.is_closing():
-            raise MCPError(types.CONNECTION_CLOSED, f"Connection closed: {self._closed or 'the pipe is closing'}")
+            raise connection_closed(self._closed or "the pipe is closing")
         rid = next(self._ids)
         self.calls += 1
-        params: dict[str, Any] = {"name": tool, "arguments": arguments}
-        if progress is not None:
-            params["_meta"] = {"progressToken": rid}
-        message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
-        line = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        line = call_message(rid, tool, arguments, progress is not None) + b"\n"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = _Pending(future, progress)
         stdin = self._stdin
@@ -136,33 +132,23 @@ class Lane:
                     response = await future
         except TimeoutError:
             self._cancel(rid, "timed out")
-            message = f"Timed out while waiting for response to tools/call after {timeout} seconds"
-            raise MCPError(types.REQUEST_TIMEOUT, message) from None
+            raise timed_out(timeout) from None
         except (ConnectionError, OSError, RuntimeError):
             # RuntimeError: the event loop's pipe transport is already closed (its message is a repr)
             self._close("the upstream's input pipe is closed")
-            raise MCPError(types.CONNECTION_CLOSED, f"Connection closed: {self._closed}") from None
+            raise connection_closed(self._closed) from None
         except BaseException:  # cancelled by our caller: tell the upstream, as the SDK does
             self._cancel(rid, "cancelled by the client")
             raise
         finally:
             self._pending.pop(rid, None)
-        if "error" in response:
-            err = response["error"] if isinstance(response["error"], dict) else {}
-            code = err.get("code")
-            code = code if isinstance(code, int) else types.INTERNAL_ERROR
-            raise MCPError(code, str(err.get("message", "error")), err.get("data"))
-        result = response.get("result")
-        if not isinstance(result, dict):
-            raise InvalidResult("tools/call result is not an object")
-        return result
+        return result_of(response)
 
     def _cancel(self, rid: int, reason: str) -> None:
         if self._closed is not None or self._stdin is None or self._stdin.is_closing():
             return
-        note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid, "reason": reason}}
         with contextlib.suppress(Exception):
-            self._stdin.write(json.dumps(note, separators=(",", ":")).encode() + b"\n")
+            self._stdin.write(cancel_message(rid, reason) + b"\n")
 
     def take(self, message: Any) -> bool:
         """Consume ``message`` (a decoded JSON-RPC dict) if it belongs to a lane call."""
@@ -183,17 +169,7 @@ class Lane:
             if pending is None:
                 return False
             if pending.progress is not None:
-                p = params.get("progress")
-                total = params.get("total")
-                msg = params.get("message")
-                asyncio.get_running_loop().create_task(
-                    self._report(
-                        pending.progress,
-                        p if isinstance(p, int | float) else 0.0,
-                        total if isinstance(total, int | float) else None,
-                        msg if isinstance(msg, str) else None,
-                    )
-                )
+                asyncio.get_running_loop().create_task(self._report(pending.progress, *progress_of(params)))
             return True
         return False
 
@@ -202,6 +178,65 @@ class Lane:
             await progress(p, total, message)
         except Exception as e:  # a client that went away must not break the upstream connection
             log.debug("upstream %s: progress not forwarded: %s", self.name, e)
+
+
+# ---- the JSON-RPC messages of a lane call (shared by the stdio and HTTP lanes) ----------------
+
+
+def call_message(rid: int, tool: str, arguments: dict[str, Any], with_progress: bool) -> bytes:
+    """A compact ``tools/call`` request; its progress token is its id."""
+    params: dict[str, Any] = {"name": tool, "arguments": arguments}
+    if with_progress:
+        params["_meta"] = {"progressToken": rid}
+    message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def cancel_message(rid: int, reason: str) -> bytes:
+    note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid, "reason": reason}}
+    return json.dumps(note, separators=(",", ":")).encode()
+
+
+def result_of(response: dict[str, Any]) -> dict[str, Any]:
+    """The ``CallToolResult`` of a JSON-RPC response; a JSON-RPC error raises :class:`MCPError`."""
+    if "error" in response:
+        raise rpc_error(response["error"])
+    result = response.get("result")
+    if not isinstance(result, dict):
+        raise InvalidResult("tools/call result is not an object")
+    return result
+
+
+def rpc_error(error: Any) -> MCPError:
+    err = error if isinstance(error, dict) else {}
+    code = err.get("code")
+    return MCPError(code if isinstance(code, int) else types.INTERNAL_ERROR, str(err.get("message", "error")), err.get("data"))
+
+
+def progress_of(params: dict[str, Any]) -> tuple[float, float | None, str | None]:
+    p, total, msg = params.get("progress"), params.get("total"), params.get("message")
+    return (
+        p if isinstance(p, int | float) else 0.0,
+        total if isinstance(total, int | float) else None,
+        msg if isinstance(msg, str) else None,
+    )
+
+
+def connection_closed(why: str | None) -> MCPError:
+    return MCPError(types.CONNECTION_CLOSED, f"Connection closed: {why}")
+
+
+def timed_out(timeout: float | None) -> MCPError:
+    return MCPError(types.REQUEST_TIMEOUT, f"Timed out while waiting for response to tools/call after {timeout} seconds")
+
+
+def error_message(code: int, message: str) -> MCPError:
+    return MCPError(code, message)
+
+
+INVALID_REQUEST = types.INVALID_REQUEST
+METHOD_NOT_FOUND = types.METHOD_NOT_FOUND
+INTERNAL_ERROR = types.INTERNAL_ERROR
 
 
 @contextlib.asynccontextmanager

@@ -23,13 +23,13 @@ import anyio
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import TypeAdapter
 
 from ... import reaper
+from ...mcp.client import streamable_http_transport
 from ...protocol.context import Context
 from ...protocol.errors import MCPAQLError
+from .http_lane import HttpLane, SessionExpired
 from .lane import InvalidResult, Lane, lane_available, lane_stdio_client
 from .ops import upstream_error
 
@@ -152,7 +152,10 @@ class Upstream:
 
     def __post_init__(self) -> None:
         self._client: Client | None = None
-        self._lane: Lane | None = None
+        self._lane: Lane | HttpLane | None = None  # the direct lane calls take, while connected
+        self._http_lane: HttpLane | None = None  # one pooled HTTP client for the upstream's lifetime
+        self._session_id: str | None = None
+        self._generation = 0  # counts sessions that reached "ready"
         self._tg: anyio.abc.TaskGroup | None = None
         self._ready = anyio.Event()
         self._broken = anyio.Event()
@@ -194,6 +197,9 @@ class Upstream:
         tg.cancel_scope.cancel()
         with contextlib.suppress(Exception):
             await tg.__aexit__(None, None, None)
+        if self._http_lane is not None:
+            with anyio.CancelScope(shield=True):
+                await self._http_lane.aclose()
 
     def _transport(self) -> Any:
         s = self.spec
@@ -218,7 +224,22 @@ class Upstream:
             self.transport_used = "sse"
             return sse_client(str(s.url), headers=headers or None)
         self.transport_used = "streamable_http"
-        return streamable_http_client(str(s.url), http_client=create_mcp_http_client(headers=headers or None))
+        self._session_id = None
+        if not lane_available():
+            return streamable_http_transport(str(s.url), headers or None)
+        if self._http_lane is None:  # tools/call goes straight to the pooled client (see http_lane.py)
+            self._http_lane = HttpLane(self.name, str(s.url), headers or None, self._spawn)
+            self._http_lane.on_list_changed = lambda: self._spawn(self.refresh)
+        return streamable_http_transport(str(s.url), headers or None, on_session_id=self._heard_session)
+
+    def _heard_session(self, session_id: str) -> None:
+        self._session_id = session_id
+
+    def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """Run ``fn`` in the background for as long as this upstream is open."""
+        if self._tg is None:
+            raise RuntimeError("closed")
+        self._tg.start_soon(fn)
 
     async def _supervise(self) -> None:
         backoff = 0.2
@@ -240,7 +261,11 @@ class Upstream:
                     info = client.server_info
                     self.server_info = info.model_dump(exclude_none=True) if info is not None else {}
                     self.tools = await self._list_tools(client)
+                    if self._http_lane is not None and self.transport_used == "streamable_http":
+                        self._http_lane.attach(self._session_id, client.protocol_version)
+                        self._lane = self._http_lane
                     self._broken = anyio.Event()
+                    self._generation += 1
                     self.state = "ready"
                     self.last_error = None
                     backoff = 0.2
@@ -262,6 +287,8 @@ class Upstream:
             finally:
                 self._client = None
                 self._lane = None
+                if self._http_lane is not None:
+                    self._http_lane.detach()
             if self._stop.is_set():
                 return
             self.state = "restarting"
@@ -328,16 +355,36 @@ class Upstream:
         )
 
     async def call(self, tool: str, arguments: dict[str, Any], ctx: Context | None = None) -> dict[str, Any]:
-        """``tools/call`` on the upstream; the result as a wire dict (isError results included)."""
-        client = self._client
-        if client is None or self.state != "ready":
-            raise self._unavailable(tool)
+        """``tools/call`` on the upstream; the result as a wire dict (isError results included).
+
+        An HTTP session the upstream no longer knows (404) is re-initialized and the call sent
+        once more: the upstream never saw it.
+        """
         progress = None
         if ctx is not None and ctx.wants_progress:
 
             async def progress(p: float, total: float | None, message: str | None) -> None:
                 await ctx.report_progress(p, total, message)
 
+        for attempt in range(2):
+            try:
+                return await self._call_once(tool, arguments, progress)
+            except SessionExpired:
+                log.info("upstream %s: HTTP session expired; re-initializing", self.name)
+                if attempt:
+                    break
+                generation = self._generation
+                self.mark_broken()
+                with anyio.move_on_after(self.spec.connect_timeout):
+                    while not (self.state == "ready" and self._generation > generation):
+                        await anyio.sleep(0.02)
+        self.mark_broken()
+        raise self._unavailable(tool)
+
+    async def _call_once(self, tool: str, arguments: dict[str, Any], progress: Any) -> dict[str, Any]:
+        client = self._client
+        if client is None or self.state != "ready":
+            raise self._unavailable(tool)
         lane = self._lane
         try:
             if lane is not None:
