@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from wrap_helpers import FIXTURES, new_ctx
+from wrap_helpers import FIXTURES, assert_retryable_unavailable, new_ctx
 
 from mcpaql.adapters.schema.bundle import capture_live
 from mcpaql.adapters.upstream import runtime
@@ -195,14 +194,6 @@ async def test_cli_call_timeout_over_stdio(tmp_path: Path) -> None:
         assert json.loads(r.content[0].text)["success"] is True
     bad = await anyio.run_process([*argv[:7], "0", "--", *argv_for(TIME)], check=False)
     assert bad.returncode == 2 and b"--call-timeout" in bad.stderr
-
-
-def assert_retryable_unavailable(env: dict) -> None:
-    """A clean, retryable failure: INTERNAL_ERROR, no object repr, no class or transport name."""
-    assert env["success"] is False, env
-    err = env["error"]
-    assert err["code"] == "INTERNAL_ERROR" and err["details"]["retryable"] is True, err
-    assert not re.search(r"<\w|0x[0-9a-f]{6,}|Transport|Error:|Traceback", err["message"]), err["message"]
 
 
 # uvloop, as `mcpaql wrap` runs: its pipe transports raise RuntimeError (with their repr) once closed

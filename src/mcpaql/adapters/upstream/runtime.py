@@ -346,6 +346,15 @@ class Upstream:
             {"upstream": self.name, "upstream_tool": tool, "retryable": True},
         )
 
+    def _session_gone(self, e: MCPError) -> bool:
+        """The SDK transport's rendering of a 404 on our session ("Session terminated", or the
+        server's own JSON-RPC error such as "Session not found"): re-initialize, as the lane does."""
+        return (
+            self.transport_used == "streamable_http"
+            and e.code == types.INVALID_REQUEST
+            and re.search(r"\bsession\b.*\b(terminated|not found|expired|unknown)\b", e.error.message, re.I) is not None
+        )
+
     def _bad_result(self, tool: str, why: str) -> MCPAQLError:
         """The upstream's answer is not a ``tools/call`` result: its fault, not the caller's input."""
         return MCPAQLError(
@@ -403,6 +412,8 @@ class Upstream:
                     progress_callback=progress,
                 )
         except MCPError as e:
+            if self._session_gone(e):
+                raise SessionExpired from None
             if e.code == types.CONNECTION_CLOSED:
                 self.mark_broken()
                 raise self._unavailable(tool) from None
