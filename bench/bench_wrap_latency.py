@@ -2,6 +2,7 @@
 
 Direct:  client ──stdio or HTTP──> upstream
 Wrapped: client ──stdio──> mcpaql wrapper ──stdio or HTTP──> upstream
+         client ──HTTP──> `mcpaql wrap --transport http` ──HTTP──> upstream   (rows "http→http:")
 
 Calls alternate direct/wrapped on two open clients, so machine noise hits both alike. Upstreams:
 the replay server (deterministic echo of a fixture, Python; over stdio and over streamable HTTP)
@@ -45,7 +46,7 @@ CONVERT = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/T
 @dataclass
 class Case:
     label: str
-    kind: str  # stdio | http
+    kind: str  # stdio | http (stdio front, HTTP upstream) | http→http (HTTP front too)
     name: str  # upstream name in the wrapper
     tool: str
     args: dict[str, Any]
@@ -57,19 +58,11 @@ def cases() -> list[Case]:
     out = [Case("replay(time)", "stdio", "time", "convert_time", CONVERT, REPLAY)]
     if (BIN / "mcp-server-memory").exists():
         out.append(Case("server-memory", "stdio", "memory", "read_graph", {}, [str(BIN / "mcp-server-memory")]))
-    out.append(Case("replay(time)", "http", "time", "convert_time", CONVERT, [*REPLAY, "--http"]))
-    if (BIN / "mcp-server-everything").exists():
-        out.append(
-            Case(
-                "server-everything",
-                "http",
-                "everything",
-                "echo",
-                {"message": "hi"},
-                [str(BIN / "mcp-server-everything"), "streamableHttp"],
-                port_env=True,
-            )
-        )
+    for kind in ("http", "http→http"):
+        out.append(Case("replay(time)", kind, "time", "convert_time", CONVERT, [*REPLAY, "--http"]))
+        if (BIN / "mcp-server-everything").exists():
+            everything = [str(BIN / "mcp-server-everything"), "streamableHttp"]
+            out.append(Case("server-everything", kind, "everything", "echo", {"message": "hi"}, everything, port_env=True))
     return out
 
 
@@ -96,6 +89,43 @@ def http_server(case: Case) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@contextlib.contextmanager
+def http_wrapper(case: Case, upstream_url: str, pidfile: Path) -> Iterator[str]:
+    """``mcpaql wrap --transport http`` in front of ``upstream_url``; yields the wrapper's URL."""
+    port = free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "mcpaql.cli",
+        "wrap",
+        "--name",
+        case.name,
+        "--url",
+        upstream_url,
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+    ]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pidfile.write_text(str(proc.pid))
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def port_of(url: str) -> int:
+    return int(url.split(":")[2].split("/")[0])
 
 
 def tcp_connections_to(port: int) -> int:
@@ -185,7 +215,7 @@ async def measure_case(case: Case, n: int, warmup: int) -> dict[str, Any]:
 async def measure(n: int, warmup: int, only: str | None) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for case in cases():
-        if only is None or case.kind == only:
+        if only is None or case.kind.split("→")[0] == only:
             results[f"{case.kind}:{case.label}"] = await measure_case(case, n, warmup)
     return results
 
