@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from mcpaql import reaper
+
 STUBBORN = Path(__file__).with_name("stubborn_upstream.py")
 BOUND = 5.0  # seconds within which every upstream process must be gone (the shutdown takes ~1.5 s)
 
@@ -118,3 +120,57 @@ def test_no_upstream_process_outlives_the_wrapper(tmp_path: Path, stop: str, lan
             for pid in (int(x) for x in w.pidfile.read_text().split()):
                 if alive(pid):
                     os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="checks processes through /proc")
+def test_a_server_started_by_connect_dies_with_its_client(tmp_path: Path) -> None:
+    """``mcpaql.mcp.connect`` (the CLI's client, conformance, tokens) spawns under the shim too."""
+    pidfile = tmp_path / "pids"
+    code = (
+        "import anyio, sys\nfrom mcpaql.mcp import connect\n"
+        "async def main():\n"
+        "    async with connect([sys.executable, sys.argv[1], sys.argv[2]]) as c:\n"
+        "        await c.list_tools_raw()\n        print('ready', flush=True)\n        await anyio.sleep(600)\n"
+        "anyio.run(main)\n"
+    )
+    client = subprocess.Popen(
+        [sys.executable, "-c", code, str(STUBBORN), str(pidfile)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    try:
+        assert client.stdout is not None and client.stdout.readline() == b"ready\n"
+        pids = [int(x) for x in pidfile.read_text().split()]
+        client.kill()
+        client.wait()
+        assert wait_gone(pids) == []
+    finally:
+        if client.poll() is None:
+            client.kill()
+
+
+def shim(*argv: str) -> list[str]:
+    return [sys.executable, "-I", "-S", reaper.__file__, str(os.getpid()), "--", *argv]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="checks processes through /proc")
+def test_what_a_server_leaves_in_its_group_is_killed_when_it_exits() -> None:
+    p = subprocess.run(shim("sh", "-c", "sleep 600 & echo $!; exit 3"), capture_output=True, timeout=20, start_new_session=True)
+    assert p.returncode == 3  # the server's own exit code
+    assert wait_gone([int(p.stdout)]) == []
+
+
+def test_a_missing_or_unrunnable_command_fails_clearly(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="nope-not-a-command"):
+        reaper.guarded("nope-not-a-command", [])
+    with pytest.raises(FileNotFoundError):
+        reaper.guarded(str(tmp_path / "missing"), [])
+    script = tmp_path / "not-executable"
+    script.write_text("#!/bin/sh\n")
+    p = subprocess.run(shim(str(script)), capture_output=True, timeout=20)
+    assert p.returncode == 127 and b"cannot run" in p.stderr and b"Permission denied" in p.stderr
+
+
+def test_the_shim_starts_nothing_when_its_parent_is_already_gone() -> None:
+    p = subprocess.run([sys.executable, "-I", "-S", reaper.__file__, "1", "--", "sleep", "600"], timeout=20)
+    assert p.returncode == 1
+    bad = subprocess.run([sys.executable, "-I", "-S", reaper.__file__, "x", "sleep"], capture_output=True, timeout=20)
+    assert bad.returncode == 2 and b"usage" in bad.stderr
