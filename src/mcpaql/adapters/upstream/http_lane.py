@@ -216,8 +216,9 @@ class HttpLane:
                 for data in decoder.feed(chunk):
                     message = json.loads(data)
                     if isinstance(message, dict) and message.get("id") == rid and "method" not in message:
-                        handed_off = True
-                        self._spawn(lambda: _drain(response, chunks, decoder))
+                        with contextlib.suppress(RuntimeError):  # closing: the response is closed below
+                            self._spawn(lambda: _drain(response, chunks, decoder))
+                            handed_off = True
                         return message
                     await self._other(message, rid, progress)
             raise connection_closed("the event stream ended without a response")
