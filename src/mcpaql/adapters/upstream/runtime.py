@@ -376,18 +376,18 @@ class Upstream:
                 await ctx.report_progress(p, total, message)
 
         for attempt in range(2):
+            generation = self._generation  # the session this attempt is sent on
             try:
                 return await self._call_once(tool, arguments, progress)
             except SessionExpired:
-                log.info("upstream %s: HTTP session expired; re-initializing", self.name)
                 if attempt:
                     break
-                generation = self._generation
-                self.mark_broken()
+                if self._generation == generation:  # the first call to hear it starts the re-initialize
+                    log.info("upstream %s: HTTP session expired; re-initializing", self.name)
+                    self.mark_broken()
                 with anyio.move_on_after(self.spec.connect_timeout):
                     while not (self.state == "ready" and self._generation > generation):
                         await anyio.sleep(0.02)
-        self.mark_broken()
         raise self._unavailable(tool)
 
     async def _call_once(self, tool: str, arguments: dict[str, Any], progress: Any) -> dict[str, Any]:
