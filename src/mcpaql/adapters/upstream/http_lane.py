@@ -260,13 +260,13 @@ class HttpLane:
                 reply["result"] = {}
             else:
                 reply["error"] = {"code": METHOD_NOT_FOUND, "message": f"the wrapper does not support {method}"}
-            self._send_later(json.dumps(reply, separators=(",", ":")).encode(), self.session_id)
+            self._send_later(json.dumps(reply, separators=(",", ":")).encode())
 
     def _cancel(self, rid: int, session: str | None, reason: str) -> None:
         if self._attached and session == self.session_id:
-            self._send_later(cancel_message(rid, reason), session)
+            self._send_later(cancel_message(rid, reason))
 
-    def _send_later(self, body: bytes, session: str | None) -> None:
+    def _send_later(self, body: bytes) -> None:
         """POST a notification or response in the background (the caller must not wait for it)."""
         headers = self._headers()
 
