@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -352,3 +353,27 @@ def test_sse_decoder_examples() -> None:
     assert d.feed(b"\r\n") == [b'{"a":\n1}']
     assert d.feed(b"data:  two spaces\n\ndata\n\n") == [b" two spaces"]  # "data" alone: empty data
     assert d.feed(b"data: unfinished") == []  # dropped if the stream ends here
+
+
+@pytest.mark.anyio
+async def test_server_requests_during_a_call_are_answered_never_left_hanging() -> None:
+    """``ping`` gets its empty result; sampling, which the wrapper does not offer, a JSON-RPC error."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("asking_upstream.py")), str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_port(port, proc)
+        spec = UpstreamSpec.from_url(f"http://127.0.0.1:{port}/mcp", name="asking", transport="streamable_http", call_timeout=30)
+        async with wrap(spec) as w:
+            assert isinstance(w.upstreams["asking"]._lane, HttpLane)
+            env = await run(w, "ask_client")
+            assert env["success"], env
+            replies = json.loads(env["data"])
+            assert replies["srv-ping"] == {"jsonrpc": "2.0", "id": "srv-ping", "result": {}}
+            assert replies["srv-sample"]["error"]["code"] == -32601
+    finally:
+        proc.terminate()
+        proc.wait(10)
