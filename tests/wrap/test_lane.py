@@ -5,13 +5,15 @@ and cancellation reaching the upstream, crashes, and the SDK fallback when the l
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from wrap_helpers import FIXTURES, new_ctx
+from wrap_helpers import FIXTURES, assert_retryable_unavailable, new_ctx
 
 from mcpaql.adapters.schema.bundle import capture_live
 from mcpaql.adapters.upstream import runtime
@@ -170,8 +172,18 @@ async def test_definitions_and_results_keep_fields_the_sdk_models_do_not_know() 
 
 
 async def test_cli_call_timeout_over_stdio(tmp_path: Path) -> None:
-    argv = [sys.executable, "-m", "mcpaql.cli", "wrap", "--name", "time", "--call-timeout", "0.5", "--",
-            *argv_for(TIME, control=True)]
+    argv = [
+        sys.executable,
+        "-m",
+        "mcpaql.cli",
+        "wrap",
+        "--name",
+        "time",
+        "--call-timeout",
+        "0.5",
+        "--",
+        *argv_for(TIME, control=True),
+    ]
     async with Client(StdioServerParameters(command=argv[0], args=argv[1:]), mode="legacy", cache=None) as c:
         t0 = anyio.current_time()
         r = await c.call_tool("time_mcpaql_execute", {"operation": "replay_sleep", "params": {"seconds": 30}})
@@ -182,3 +194,35 @@ async def test_cli_call_timeout_over_stdio(tmp_path: Path) -> None:
         assert json.loads(r.content[0].text)["success"] is True
     bad = await anyio.run_process([*argv[:7], "0", "--", *argv_for(TIME)], check=False)
     assert bad.returncode == 2 and b"--call-timeout" in bad.stderr
+
+
+# uvloop, as `mcpaql wrap` runs: its pipe transports raise RuntimeError (with their repr) once closed
+@pytest.mark.parametrize("anyio_backend", [pytest.param(("asyncio", {"use_uvloop": True}), id="uvloop")])
+@pytest.mark.parametrize("lane", [True, False], ids=["lane", "sdk-transport"])
+async def test_kill_9_of_the_upstream_fails_every_call_in_flight_cleanly(monkeypatch: pytest.MonkeyPatch, lane: bool) -> None:
+    if not lane:
+        monkeypatch.setenv("MCPAQL_UPSTREAM_LANE", "0")
+    async with wrap(replay()) as w:
+        pid = (await stats(w))["pid"]
+        out: list[dict] = []
+
+        async def sleeper(seconds: float) -> None:
+            out.append(await w.engine.execute({"operation": "replay_sleep", "params": {"seconds": seconds}}, new_ctx()))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(30):
+                tg.start_soon(sleeper, 5 + i / 100)
+            await anyio.sleep(0.5)
+            os.kill(pid, signal.SIGKILL)
+            for _ in range(10):  # calls arriving while the pipe dies and the upstream restarts
+                tg.start_soon(sleeper, 0.01)
+                await anyio.sleep(0.005)
+        assert len(out) == 40
+        for env in out[:30]:
+            assert_retryable_unavailable(env)
+        for env in out[30:]:
+            if not env["success"]:
+                assert_retryable_unavailable(env)
+        with anyio.fail_after(20):  # and the wrapper recovers on its own
+            while not (await w.engine.execute({"operation": "replay_stats"}, new_ctx()))["success"]:
+                await anyio.sleep(0.1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,3 +20,11 @@ def fixture_tools(name: str) -> list[dict[str, Any]]:
 
 def new_ctx(**kw: Any) -> Context:
     return Context(session=Session(), **kw)
+
+
+def assert_retryable_unavailable(env: dict[str, Any]) -> None:
+    """A clean, retryable failure: INTERNAL_ERROR, no object repr, no class, transport or library name."""
+    assert env["success"] is False, env
+    err = env["error"]
+    assert err["code"] == "INTERNAL_ERROR" and err["details"]["retryable"] is True, err
+    assert not re.search(r"<\w|0x[0-9a-f]{6,}|Transport|Error:|Traceback|httpx", err["message"]), err["message"]

@@ -17,12 +17,15 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
+import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT, create_mcp_http_client
 from pydantic import TypeAdapter
+
+from .. import reaper
 
 RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -121,6 +124,30 @@ class Connection:
 
 
 @asynccontextmanager
+async def streamable_http_transport(
+    url: str, headers: dict[str, str] | None = None, on_session_id: Callable[[str], None] | None = None
+) -> AsyncIterator[Any]:
+    """The SDK's streamable-HTTP client transport on an HTTP client this function owns and closes.
+
+    ``on_session_id`` hears every ``Mcp-Session-Id`` the server assigns, so that a direct lane
+    (``adapters/upstream/http_lane.py``) can send its own requests on the SDK's session.
+    """
+
+    async def hear(response: httpx2.Response) -> None:
+        sid = response.headers.get("mcp-session-id")
+        if sid and on_session_id is not None:
+            on_session_id(sid)
+
+    timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
+    hooks = {"response": [hear]} if on_session_id is not None else None
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks=hooks) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
+
+
+@asynccontextmanager
 async def connect(
     target: str | Sequence[str] | ServerSpec,
     *,
@@ -147,7 +174,9 @@ async def connect(
             transport = streamable_http_client(spec.url, http_client=http)
         else:
             assert spec.command is not None
-            params = StdioServerParameters(command=spec.command, args=list(spec.args), env=env, cwd=cwd)
+            # under the reaper shim: the server cannot outlive this process, however it ends
+            command, *args = reaper.guarded(spec.command, spec.args, get_default_environment() | (env or {}), cwd)
+            params = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
             transport = stdio_client(params, errlog=errlog or sys.stderr)
         client = Client(
             transport,

@@ -4,16 +4,21 @@ Why this exists: a proxy pays two stdio hops per call where a direct client pays
 SDK's ``stdio_client`` + ``ClientSession`` each request goes through pydantic models, two
 memory-object streams and four tasks on the way out and back; for the one request a proxy
 makes thousands of times that machinery was most of ``mcpaql wrap``'s own cost per call
-(``bench/bench_wrap_latency.py``). Here the process is spawned the way the SDK spawns it (its
-own process group, the SDK's default environment, the SDK's shutdown: close stdin, grace
-period, then SIGTERM/SIGKILL to the group) and the SDK :class:`mcp.Client` still drives
-everything else — the initialize handshake, ``tools/list``, notifications, the upstream's own
-requests — through ordinary streams. A ``tools/call`` sent with :meth:`Lane.call` is written
-straight to the pipe, and its response is matched by id *before* any model parsing and
-resolves a future; so do its progress notifications. Nothing else changes on the wire.
+(``bench/bench_wrap_latency.py``). Here the process is spawned under the reaper shim
+(:mod:`mcpaql.reaper`: its own process group, killed with the wrapper however the wrapper ends)
+with the SDK's default environment, and the SDK :class:`mcp.Client` still drives everything
+else — the initialize handshake, ``tools/list``, notifications, the upstream's own requests —
+through ordinary streams. A ``tools/call`` sent with :meth:`Lane.call` is written straight to
+the pipe, and its response is matched by id *before* any model parsing and resolves a future;
+so do its progress notifications. Nothing else changes on the wire.
 
-Only on POSIX and asyncio (anyio's default backend); elsewhere :func:`lane_available` is false
-and the caller uses the SDK transport unchanged.
+Shutdown (:func:`_stop`, about 1.5 s at most, inside the 2 s an MCP client waits before it
+signals the wrapper): close the upstream's stdin and wait :data:`_GRACE`; then SIGTERM the shim,
+which SIGTERMs the upstream's process group and SIGKILLs it :data:`mcpaql.reaper.TERM_GRACE`
+later; a shim that does not answer is killed, and its parent-death signal takes the upstream.
+
+Only on POSIX and asyncio (anyio's default backend); elsewhere, or with ``MCPAQL_UPSTREAM_LANE=0``,
+:func:`lane_available` is false and the caller uses the SDK transport (still under the shim).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import contextlib
 import itertools
 import json
 import logging
+import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -31,8 +38,9 @@ import anyio
 import mcp_types as types
 from mcp import MCPError, StdioServerParameters
 from mcp.client.stdio import get_default_environment
-from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
+
+from ... import reaper
 
 log = logging.getLogger("mcpaql.upstream")
 
@@ -42,13 +50,21 @@ Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 # so a JavaScript upstream echoes them exactly.
 _FIRST_ID = 1 << 40
 _LINE_LIMIT = 256 * 1024 * 1024  # one JSON-RPC message per line; results can be large
-_GRACE = 2.0  # seconds for the upstream to exit after its stdin closes (the SDK's figure)
-_KILL_TIMEOUT = 2.0
+_GRACE = 1.0  # seconds for the upstream to exit after its stdin closes, before it is signalled
+_SHIM_TIMEOUT = reaper.TERM_GRACE + 0.5  # for the shim to take the group down after SIGTERM
+
+
+class InvalidResult(ValueError):
+    """The upstream answered ``tools/call`` with something that is not a result (message is safe to show)."""
 
 
 def lane_available() -> bool:
-    """True when this process can run the direct lane (POSIX, asyncio event loop)."""
-    if sys.platform == "win32":
+    """True when this process can run the direct lane (POSIX, asyncio event loop).
+
+    ``MCPAQL_UPSTREAM_LANE=0`` turns it off (the SDK transports then carry every call), to rule
+    the lanes out when diagnosing an upstream.
+    """
+    if sys.platform == "win32" or os.environ.get("MCPAQL_UPSTREAM_LANE", "1") == "0":
         return False
     try:
         asyncio.get_running_loop()
@@ -74,6 +90,7 @@ class Lane:
         self._pending: dict[int, _Pending] = {}
         self._stdin: asyncio.StreamWriter | None = None
         self._closed: str | None = "not connected"
+        self.pid: int | None = None  # the reaper shim's pid (the upstream is its child)
         self.calls = 0  # tools/call requests sent over the lane (diagnostics, tests)
 
     @property
@@ -91,20 +108,17 @@ class Lane:
         pending, self._pending = self._pending, {}
         for p in pending.values():
             if not p.future.done():
-                p.future.set_exception(MCPError(types.CONNECTION_CLOSED, f"Connection closed: {why}"))
+                p.future.set_exception(connection_closed(why))
 
-    async def call(self, tool: str, arguments: dict[str, Any], *, progress: Progress | None = None,
-                   timeout: float | None = None) -> dict[str, Any]:
+    async def call(
+        self, tool: str, arguments: dict[str, Any], *, progress: Progress | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
         """The upstream's ``CallToolResult`` as a wire dict; JSON-RPC errors raise :class:`MCPError`."""
-        if self._closed is not None or self._stdin is None:
-            raise MCPError(types.CONNECTION_CLOSED, f"Connection closed: {self._closed}")
+        if self._closed is not None or self._stdin is None or self._stdin.is_closing():
+            raise connection_closed(self._closed or "the pipe is closing")
         rid = next(self._ids)
         self.calls += 1
-        params: dict[str, Any] = {"name": tool, "arguments": arguments}
-        if progress is not None:
-            params["_meta"] = {"progressToken": rid}
-        message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
-        line = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        line = call_message(rid, tool, arguments, progress is not None) + b"\n"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = _Pending(future, progress)
         stdin = self._stdin
@@ -118,32 +132,23 @@ class Lane:
                     response = await future
         except TimeoutError:
             self._cancel(rid, "timed out")
-            message = f"Timed out while waiting for response to tools/call after {timeout} seconds"
-            raise MCPError(types.REQUEST_TIMEOUT, message) from None
-        except (ConnectionError, OSError) as e:
-            self._close(str(e) or type(e).__name__)
-            raise MCPError(types.CONNECTION_CLOSED, f"Connection closed: {self._closed}") from None
+            raise timed_out(timeout) from None
+        except (ConnectionError, OSError, RuntimeError):
+            # RuntimeError: the event loop's pipe transport is already closed (its message is a repr)
+            self._close("the upstream's input pipe is closed")
+            raise connection_closed(self._closed) from None
         except BaseException:  # cancelled by our caller: tell the upstream, as the SDK does
             self._cancel(rid, "cancelled by the client")
             raise
         finally:
             self._pending.pop(rid, None)
-        if "error" in response:
-            err = response["error"] if isinstance(response["error"], dict) else {}
-            code = err.get("code")
-            code = code if isinstance(code, int) else types.INTERNAL_ERROR
-            raise MCPError(code, str(err.get("message", "error")), err.get("data"))
-        result = response.get("result")
-        if not isinstance(result, dict):
-            raise ValueError("tools/call result is not an object")
-        return result
+        return result_of(response)
 
     def _cancel(self, rid: int, reason: str) -> None:
         if self._closed is not None or self._stdin is None or self._stdin.is_closing():
             return
-        note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid, "reason": reason}}
         with contextlib.suppress(Exception):
-            self._stdin.write(json.dumps(note, separators=(",", ":")).encode() + b"\n")
+            self._stdin.write(cancel_message(rid, reason) + b"\n")
 
     def take(self, message: Any) -> bool:
         """Consume ``message`` (a decoded JSON-RPC dict) if it belongs to a lane call."""
@@ -164,12 +169,7 @@ class Lane:
             if pending is None:
                 return False
             if pending.progress is not None:
-                p = params.get("progress")
-                total = params.get("total")
-                msg = params.get("message")
-                asyncio.get_running_loop().create_task(self._report(
-                    pending.progress, p if isinstance(p, int | float) else 0.0,
-                    total if isinstance(total, int | float) else None, msg if isinstance(msg, str) else None))
+                asyncio.get_running_loop().create_task(self._report(pending.progress, *progress_of(params)))
             return True
         return False
 
@@ -180,14 +180,81 @@ class Lane:
             log.debug("upstream %s: progress not forwarded: %s", self.name, e)
 
 
+# ---- the JSON-RPC messages of a lane call (shared by the stdio and HTTP lanes) ----------------
+
+
+def call_message(rid: int, tool: str, arguments: dict[str, Any], with_progress: bool) -> bytes:
+    """A compact ``tools/call`` request; its progress token is its id."""
+    params: dict[str, Any] = {"name": tool, "arguments": arguments}
+    if with_progress:
+        params["_meta"] = {"progressToken": rid}
+    message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def cancel_message(rid: int, reason: str) -> bytes:
+    note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid, "reason": reason}}
+    return json.dumps(note, separators=(",", ":")).encode()
+
+
+def result_of(response: dict[str, Any]) -> dict[str, Any]:
+    """The ``CallToolResult`` of a JSON-RPC response; a JSON-RPC error raises :class:`MCPError`."""
+    if "error" in response:
+        raise rpc_error(response["error"])
+    result = response.get("result")
+    if not isinstance(result, dict):
+        raise InvalidResult("tools/call result is not an object")
+    return result
+
+
+def rpc_error(error: Any) -> MCPError:
+    err = error if isinstance(error, dict) else {}
+    code = err.get("code")
+    return MCPError(code if isinstance(code, int) else types.INTERNAL_ERROR, str(err.get("message", "error")), err.get("data"))
+
+
+def progress_of(params: dict[str, Any]) -> tuple[float, float | None, str | None]:
+    p, total, msg = params.get("progress"), params.get("total"), params.get("message")
+    return (
+        p if isinstance(p, int | float) else 0.0,
+        total if isinstance(total, int | float) else None,
+        msg if isinstance(msg, str) else None,
+    )
+
+
+def connection_closed(why: str | None) -> MCPError:
+    return MCPError(types.CONNECTION_CLOSED, f"Connection closed: {why}")
+
+
+def timed_out(timeout: float | None) -> MCPError:
+    return MCPError(types.REQUEST_TIMEOUT, f"Timed out while waiting for response to tools/call after {timeout} seconds")
+
+
+def error_message(code: int, message: str) -> MCPError:
+    return MCPError(code, message)
+
+
+INVALID_REQUEST = types.INVALID_REQUEST
+METHOD_NOT_FOUND = types.METHOD_NOT_FOUND
+INTERNAL_ERROR = types.INTERNAL_ERROR
+
+
 @contextlib.asynccontextmanager
 async def lane_stdio_client(server: StdioServerParameters, lane: Lane) -> AsyncIterator[tuple[Any, Any]]:
     """An SDK ``Transport`` over a spawned upstream whose ``tools/call`` may also use ``lane``."""
     env = get_default_environment() | (server.env or {})
+    argv = reaper.guarded(server.command, server.args, env, server.cwd)
     proc = await asyncio.create_subprocess_exec(
-        server.command, *server.args, env=env, cwd=server.cwd, stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, start_new_session=True, limit=_LINE_LIMIT,
+        *argv,
+        env=env,
+        cwd=server.cwd,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        start_new_session=True,
+        limit=_LINE_LIMIT,
     )
+    reaper.track(proc.pid)
+    lane.pid = proc.pid
     assert proc.stdin is not None and proc.stdout is not None
     stdin, stdout = proc.stdin, proc.stdout
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -254,21 +321,29 @@ async def lane_stdio_client(server: StdioServerParameters, lane: Lane) -> AsyncI
 
 
 async def _stop(proc: asyncio.subprocess.Process, name: str) -> None:
-    """The MCP shutdown sequence: close stdin, let the upstream exit, then end its process group."""
+    """The shutdown sequence of the module docstring: EOF, then SIGTERM via the shim, then SIGKILL."""
     if proc.stdin is not None:
         with contextlib.suppress(Exception):
             proc.stdin.close()
-    with anyio.move_on_after(_GRACE):
-        while proc.returncode is None:  # not proc.wait(): a child holding the pipes would stall it
-            await anyio.sleep(0.01)
-    if proc.returncode is None:
-        await terminate_posix_process_tree(proc, _KILL_TIMEOUT)  # type: ignore[arg-type]  # uses .pid only
-        with anyio.move_on_after(_KILL_TIMEOUT):
-            while proc.returncode is None:
-                await anyio.sleep(0.01)
-        if proc.returncode is None:
-            log.warning("upstream %s: process %d survived the kill; abandoning it", name, proc.pid)
+    if not await _exited(proc, _GRACE):
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)  # the shim: SIGTERM to the group, SIGKILL after TERM_GRACE
+        if not await _exited(proc, _SHIM_TIMEOUT):
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)  # the shim's own group; its child dies with it
+            if not await _exited(proc, 0.5):
+                log.warning("upstream %s: process %d survived the kill; abandoning it", name, proc.pid)
+    reaper.untrack(proc.pid)
     transport = getattr(proc, "_transport", None)
     if transport is not None:
         with contextlib.suppress(Exception):
             transport.close()
+
+
+async def _exited(proc: asyncio.subprocess.Process, timeout: float) -> bool:
+    """Whether the process exited within ``timeout`` (polled: ``proc.wait()`` would also wait for
+    the pipes, which a grandchild may still hold)."""
+    with anyio.move_on_after(timeout):
+        while proc.returncode is None:
+            await anyio.sleep(0.01)
+    return proc.returncode is not None

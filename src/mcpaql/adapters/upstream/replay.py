@@ -1,12 +1,15 @@
 """A replay MCP server: serves a captured ``tools/list`` over stdio, for offline tests and benches.
 
-``python -m mcpaql.adapters.upstream.replay FIXTURE.tools-list.json [--control]``
+``python -m mcpaql.adapters.upstream.replay FIXTURE.tools-list.json [--control] [--http PORT [--json-response]]``
+
+Over stdio by default; ``--http PORT`` serves streamable HTTP on 127.0.0.1:PORT/mcp instead (event-stream
+answers, or plain JSON ones with ``--json-response``), for the HTTP upstream lane's tests and bench.
 
 ``tools/call`` answers with a deterministic echo, ``{"tool": name, "arguments": {...}}`` as
 JSON text. With ``--control`` extra tools exercise the wrapper's runtime paths:
 ``replay_progress`` (progress notifications), ``replay_error`` (an ``isError`` result with the
 given message), ``replay_rpc_error`` (a JSON-RPC error with the given code), ``replay_sleep``
-(waits; counts the calls the client cancelled), ``replay_stats`` (those counts),
+(waits; counts the calls the client cancelled), ``replay_stats`` (those counts and its pid),
 ``replay_add_tool`` (adds a tool and sends ``tools/list_changed``) and ``replay_crash`` (the
 process exits, to test reconnects). With ``--record FILE`` every ``tools/call`` it receives is
 appended to FILE as a JSON line (``{"tool", "arguments"}``), so tests can see what reached it.
@@ -29,17 +32,32 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 
 CONTROL_TOOLS: list[dict[str, Any]] = [
-    {"name": "replay_progress", "description": "Send progress notifications, then echo.",
-     "inputSchema": {"type": "object", "properties": {"steps": {"type": "integer"}}}},
-    {"name": "replay_error", "description": "Return an isError result with this message.",
-     "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}},
-    {"name": "replay_add_tool", "description": "Add a tool and send tools/list_changed.",
-     "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
+    {
+        "name": "replay_progress",
+        "description": "Send progress notifications, then echo.",
+        "inputSchema": {"type": "object", "properties": {"steps": {"type": "integer"}}},
+    },
+    {
+        "name": "replay_error",
+        "description": "Return an isError result with this message.",
+        "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
+    },
+    {
+        "name": "replay_add_tool",
+        "description": "Add a tool and send tools/list_changed.",
+        "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+    },
     {"name": "replay_crash", "description": "Exit the server process.", "inputSchema": {"type": "object"}},
-    {"name": "replay_rpc_error", "description": "Answer with a JSON-RPC error.",
-     "inputSchema": {"type": "object", "properties": {"code": {"type": "integer"}, "message": {"type": "string"}}}},
-    {"name": "replay_sleep", "description": "Wait, then echo.",
-     "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}},
+    {
+        "name": "replay_rpc_error",
+        "description": "Answer with a JSON-RPC error.",
+        "inputSchema": {"type": "object", "properties": {"code": {"type": "integer"}, "message": {"type": "string"}}},
+    },
+    {
+        "name": "replay_sleep",
+        "description": "Wait, then echo.",
+        "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}},
+    },
     {"name": "replay_stats", "description": "Counts kept by the control tools.", "inputSchema": {"type": "object"}},
 ]
 
@@ -71,8 +89,10 @@ def build_server(tools: list[dict[str, Any]], control: bool = False, record: str
         elif control and name == "replay_error":
             return types.CallToolResult(content=[types.TextContent(type="text", text=str(args.get("message")))], is_error=True)
         elif control and name == "replay_add_tool":
-            state["tools"] = [*state["tools"], types.Tool(name=str(args["name"]), description="Added at run time.",
-                                                          input_schema={"type": "object"})]
+            state["tools"] = [
+                *state["tools"],
+                types.Tool(name=str(args["name"]), description="Added at run time.", input_schema={"type": "object"}),
+            ]
             await ctx.session.send_tool_list_changed()
         elif control and name == "replay_crash":
             os._exit(3)
@@ -86,7 +106,7 @@ def build_server(tools: list[dict[str, Any]], control: bool = False, record: str
                 raise
             state["finished_sleeps"] += 1
         elif control and name == "replay_stats":
-            stats = {"cancelled": state["cancelled"], "finished_sleeps": state["finished_sleeps"]}
+            stats = {"cancelled": state["cancelled"], "finished_sleeps": state["finished_sleeps"], "pid": os.getpid()}
             return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(stats))])
         elif not any(t.name == name for t in state["tools"]):
             return types.CallToolResult(content=[types.TextContent(type="text", text=f"Unknown tool: {name}")], is_error=True)
@@ -99,8 +119,13 @@ def build_server(tools: list[dict[str, Any]], control: bool = False, record: str
                 notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions
             )
 
-    return ReplayServer("mcpaql-replay", version="0.1.0", on_list_tools=on_list_tools, on_call_tool=on_call_tool,
-                        get_tool_input_schema=lambda name: None)
+    return ReplayServer(
+        "mcpaql-replay",
+        version="0.1.0",
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+        get_tool_input_schema=lambda name: None,
+    )
 
 
 async def serve(path: str, control: bool, record: str | None = None) -> None:
@@ -109,6 +134,14 @@ async def serve(path: str, control: bool, record: str | None = None) -> None:
     server = build_server(load_tools(path), control, record)
     async with stdio_server() as (r, w):
         await server.run(r, w, server.create_initialization_options(NotificationOptions(tools_changed=True)))
+
+
+def serve_http(path: str, control: bool, port: int, json_response: bool, record: str | None = None) -> None:
+    import uvicorn
+
+    server = build_server(load_tools(path), control, record)
+    app = server.streamable_http_app(json_response=json_response)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 
 def argv_for(fixture: str | os.PathLike[str], control: bool = False, record: str | os.PathLike[str] | None = None) -> list[str]:
@@ -122,9 +155,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("fixture")
     ap.add_argument("--control", action="store_true")
     ap.add_argument("--record", help="append every tools/call received to this file (JSON lines)")
+    ap.add_argument("--http", type=int, metavar="PORT")
+    ap.add_argument("--json-response", action="store_true")
     a = ap.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    anyio.run(serve, a.fixture, a.control, a.record)
+    if a.http is not None:
+        serve_http(a.fixture, a.control, a.http, a.json_response, a.record)
+    else:
+        anyio.run(serve, a.fixture, a.control, a.record)
 
 
 if __name__ == "__main__":

@@ -23,13 +23,14 @@ import anyio
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import TypeAdapter
 
+from ... import reaper
+from ...mcp.client import streamable_http_transport
 from ...protocol.context import Context
 from ...protocol.errors import MCPAQLError
-from .lane import Lane, lane_available, lane_stdio_client
+from .http_lane import HttpLane, SessionExpired
+from .lane import InvalidResult, Lane, lane_available, lane_stdio_client
 from .ops import upstream_error
 
 log = logging.getLogger("mcpaql.upstream")
@@ -151,7 +152,10 @@ class Upstream:
 
     def __post_init__(self) -> None:
         self._client: Client | None = None
-        self._lane: Lane | None = None
+        self._lane: Lane | HttpLane | None = None  # the direct lane calls take, while connected
+        self._http_lane: HttpLane | None = None  # one pooled HTTP client for the upstream's lifetime
+        self._session_id: str | None = None
+        self._generation = 0  # counts sessions that reached "ready"
         self._tg: anyio.abc.TaskGroup | None = None
         self._ready = anyio.Event()
         self._broken = anyio.Event()
@@ -193,6 +197,9 @@ class Upstream:
         tg.cancel_scope.cancel()
         with contextlib.suppress(Exception):
             await tg.__aexit__(None, None, None)
+        if self._http_lane is not None:
+            with anyio.CancelScope(shield=True):
+                await self._http_lane.aclose()
 
     def _transport(self) -> Any:
         s = self.spec
@@ -203,7 +210,9 @@ class Upstream:
             if lane_available():  # tools/call goes straight over the pipes (see lane.py)
                 self._lane = Lane(self.name)
                 return lane_stdio_client(params, self._lane)
-            return params
+            # The SDK spawns it: still under the reaper shim, so it cannot outlive the wrapper.
+            command, *args = reaper.guarded(s.command, s.args, env, s.cwd)
+            return StdioServerParameters(command=command, args=args, env=env, cwd=s.cwd)
         headers: dict[str, str] = {}
         for k, v in (s.headers or {}).items():
             missing = [n for n in re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", v) if not os.environ.get(n)]
@@ -215,7 +224,22 @@ class Upstream:
             self.transport_used = "sse"
             return sse_client(str(s.url), headers=headers or None)
         self.transport_used = "streamable_http"
-        return streamable_http_client(str(s.url), http_client=create_mcp_http_client(headers=headers or None))
+        self._session_id = None
+        if not lane_available():
+            return streamable_http_transport(str(s.url), headers or None)
+        if self._http_lane is None:  # tools/call goes straight to the pooled client (see http_lane.py)
+            self._http_lane = HttpLane(self.name, str(s.url), headers or None, self._spawn)
+            self._http_lane.on_list_changed = lambda: self._spawn(self.refresh)
+        return streamable_http_transport(str(s.url), headers or None, on_session_id=self._heard_session)
+
+    def _heard_session(self, session_id: str) -> None:
+        self._session_id = session_id
+
+    def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """Run ``fn`` in the background for as long as this upstream is open."""
+        if self._tg is None:
+            raise RuntimeError("closed")
+        self._tg.start_soon(fn)
 
     async def _supervise(self) -> None:
         backoff = 0.2
@@ -227,7 +251,8 @@ class Upstream:
                     mode="legacy",
                     message_handler=self._on_message,
                     # handshake and tools/list: no shorter than the connect budget; calls: call_timeout
-                    read_timeout_seconds=None if self.spec.call_timeout is None
+                    read_timeout_seconds=None
+                    if self.spec.call_timeout is None
                     else max(self.spec.call_timeout, self.spec.connect_timeout),
                     cache=None,
                 ) as client:
@@ -236,7 +261,11 @@ class Upstream:
                     info = client.server_info
                     self.server_info = info.model_dump(exclude_none=True) if info is not None else {}
                     self.tools = await self._list_tools(client)
+                    if self._http_lane is not None and self.transport_used == "streamable_http":
+                        self._http_lane.attach(self._session_id, client.protocol_version)
+                        self._lane = self._http_lane
                     self._broken = anyio.Event()
+                    self._generation += 1
                     self.state = "ready"
                     self.last_error = None
                     backoff = 0.2
@@ -258,6 +287,8 @@ class Upstream:
             finally:
                 self._client = None
                 self._lane = None
+                if self._http_lane is not None:
+                    self._http_lane.detach()
             if self._stop.is_set():
                 return
             self.state = "restarting"
@@ -315,20 +346,60 @@ class Upstream:
             {"upstream": self.name, "upstream_tool": tool, "retryable": True},
         )
 
+    def _session_gone(self, e: MCPError) -> bool:
+        """The SDK transport's rendering of a 404 on our session ("Session terminated", or the
+        server's own JSON-RPC error such as "Session not found"): re-initialize, as the lane does."""
+        return (
+            self.transport_used == "streamable_http"
+            and e.code == types.INVALID_REQUEST
+            and re.search(r"\bsession\b.*\b(terminated|not found|expired|unknown)\b", e.error.message, re.I) is not None
+        )
+
+    def _bad_result(self, tool: str, why: str) -> MCPAQLError:
+        """The upstream's answer is not a ``tools/call`` result: its fault, not the caller's input."""
+        return MCPAQLError(
+            "INTERNAL_ERROR",
+            f"Internal error: 'upstream tool {tool} sent an unusable result: {why}'",
+            {"upstream": self.name, "upstream_tool": tool, "retryable": False},
+        )
+
     async def call(self, tool: str, arguments: dict[str, Any], ctx: Context | None = None) -> dict[str, Any]:
-        """``tools/call`` on the upstream; the result as a wire dict (isError results included)."""
-        client = self._client
-        if client is None or self.state != "ready":
-            raise self._unavailable(tool)
+        """``tools/call`` on the upstream; the result as a wire dict (isError results included).
+
+        An HTTP session the upstream no longer knows (404) is re-initialized and the call sent
+        once more: the upstream never saw it.
+        """
         progress = None
         if ctx is not None and ctx.wants_progress:
 
             async def progress(p: float, total: float | None, message: str | None) -> None:
                 await ctx.report_progress(p, total, message)
 
+        for attempt in range(2):
+            generation = self._generation  # the session this attempt is sent on
+            try:
+                return await self._call_once(tool, arguments, progress)
+            except SessionExpired:
+                if attempt:
+                    break
+                if self._generation == generation:  # the first call to hear it starts the re-initialize
+                    log.info("upstream %s: HTTP session expired; re-initializing", self.name)
+                    self.mark_broken()
+                with anyio.move_on_after(self.spec.connect_timeout):
+                    while not (self.state == "ready" and self._generation > generation):
+                        await anyio.sleep(0.02)
+        raise self._unavailable(tool)
+
+    async def _call_once(self, tool: str, arguments: dict[str, Any], progress: Any) -> dict[str, Any]:
+        client = self._client
+        if client is None or self.state != "ready":
+            raise self._unavailable(tool)
         lane = self._lane
         try:
-            if lane is not None and lane.open:
+            if lane is not None:
+                if not lane.open:  # the pipe is gone; the supervisor is about to notice
+                    self.mark_broken()
+                    raise self._unavailable(tool)
                 result = await lane.call(tool, arguments, progress=progress, timeout=self.spec.call_timeout)
             else:
                 # The raw request, not Client.call_tool: a proxy forwards the upstream's result as
@@ -341,15 +412,18 @@ class Upstream:
                     progress_callback=progress,
                 )
         except MCPError as e:
+            if self._session_gone(e):
+                raise SessionExpired from None
             if e.code == types.CONNECTION_CLOSED:
                 self.mark_broken()
                 raise self._unavailable(tool) from None
             data = e.error.data
             msg = e.error.message + (f" ({data})" if isinstance(data, str) and data else "")
             raise upstream_error(msg, tool=tool, rpc_code=e.code) from None
-        except _CONNECTION_ERRORS:
+        except (*_CONNECTION_ERRORS, RuntimeError):
+            # RuntimeError: a transport used after it closed (its text is an object repr, never shown)
             self.mark_broken()
             raise self._unavailable(tool) from None
-        except (RuntimeError, ValueError) as e:  # client-side checks, e.g. structured output vs outputSchema
-            raise upstream_error(f"invalid result from the upstream: {e}", tool=tool) from None
+        except ValueError as e:  # InvalidResult from the lane, or the SDK could not parse the answer
+            raise self._bad_result(tool, str(e) if isinstance(e, InvalidResult) else "it could not be parsed") from None
         return {k: v for k, v in result.items() if v is not None}
