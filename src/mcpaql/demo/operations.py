@@ -73,11 +73,20 @@ def _metadata_validator(raw: dict[str, Any]) -> dict[str, Any]:
     return TaskMetadata.model_validate(raw).model_dump(mode="json")
 
 
-def make_adapter(db_path: str | os.PathLike[str] | None = None, *, seed: bool = True) -> Adapter:
+class TaskTracker(Adapter):
+    """The demo adapter; ``db`` is its store (for tests and tools that want to look inside)."""
+
+    def __init__(self, db: store.DB, **kw: Any) -> None:
+        self.db = db
+        super().__init__(**kw, lifespan=db.lifespan)  # the connection closes when serving stops
+
+
+def make_adapter(db_path: str | os.PathLike[str] | None = None, *, seed: bool = True) -> TaskTracker:
     """Build the Task Tracker adapter over the SQLite file at ``db_path`` (see :func:`store.resolve_path`)."""
     db = store.connect(db_path, seed=seed)
-    app = Adapter(
-        ADAPTER_NAME,
+    app = TaskTracker(
+        db,
+        name=ADAPTER_NAME,
         display_name=DISPLAY_NAME,
         description=(
             "Projects, tasks with status/priority/tags/metadata, links between tasks and notes, "
@@ -86,7 +95,6 @@ def make_adapter(db_path: str | os.PathLike[str] | None = None, *, seed: bool = 
         concurrency="read-concurrent",
         supports_etag=True,
     )
-    app.db = db  # type: ignore[attr-defined]  # for tests and tools that want the store
     _project_operations(app, db)
     _task_operations(app, db)
     _link_and_note_operations(app, db)

@@ -21,7 +21,7 @@ import os
 import secrets
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -114,6 +114,7 @@ class DB:
     conn: sqlite3.Connection
     path: str
     lock: threading.RLock = field(default_factory=threading.RLock)
+    closed: bool = False
 
     @contextlib.contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
@@ -135,6 +136,23 @@ class DB:
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+            self.closed = True
+
+    def reopen(self) -> None:
+        """Open the file again after :meth:`close` (a server served twice in one process)."""
+        with self.lock:
+            if self.closed:
+                self.conn = _open(Path(self.path))
+                self.closed = False
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[DB]:
+        """The adapter lifespan: the connection is open while serving and closed after."""
+        self.reopen()
+        try:
+            yield self
+        finally:
+            self.close()
 
 
 def resolve_path(db_path: str | os.PathLike[str] | None = None) -> Path:
@@ -143,15 +161,20 @@ def resolve_path(db_path: str | os.PathLike[str] | None = None) -> Path:
     return Path(raw).expanduser()
 
 
-def connect(db_path: str | os.PathLike[str] | None = None, *, seed: bool = True) -> DB:
-    """Open (creating if needed) the demo database; a brand-new file gets the sample project."""
-    path = resolve_path(db_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _open(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+def connect(db_path: str | os.PathLike[str] | None = None, *, seed: bool = True) -> DB:
+    """Open (creating if needed) the demo database; a brand-new file gets the sample project."""
+    path = resolve_path(db_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = _open(path)
     db = DB(conn, str(path))
     conn.executescript("BEGIN IMMEDIATE;\n" + _SCHEMA + "\nCOMMIT;")
     with db.tx() as c:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
@@ -106,12 +107,13 @@ def allowed_events(state: str) -> list[Event]:
 class Executions:
     """Execution records in the store; every change goes through :func:`apply`."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
         self.store = store
+        self.clock = clock  # wall-clock seconds; injectable for tests
 
     async def create(self, agent: str, session_id: str, **extra: Any) -> dict[str, Any]:
         eid = "exec_" + secrets.token_hex(12)
-        now = time.time()
+        now = self.clock()
         rec = {"execution_id": eid, "element_name": agent, "session_id": session_id, "status": State.PENDING.value,
                "created_at": iso(now), "steps": 0, **extra}
         await self.store.put(NS_EXECUTION, eid, rec)
@@ -135,7 +137,7 @@ class Executions:
                     {"param_name": "execution_id", "constraint": "lifecycle", "status": rec["status"],
                      "allowed_events": [ev.value for ev in allowed_events(rec["status"])]},
                 ) from None
-            now = iso(time.time())
+            now = iso(self.clock())
             stamp: dict[str, Any] = {"status": nxt.value}
             if nxt is State.RUNNING and "started_at" not in rec:
                 stamp["started_at"] = now
