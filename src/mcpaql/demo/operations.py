@@ -28,6 +28,7 @@ from ..adapters.python import Adapter
 from ..protocol.collections import AggregationSupport, Collection, Computed, Item, Relationships, query_relationships
 from ..protocol.context import Context
 from ..protocol.errors import MCPAQLError, invalid_value, missing_param
+from ..protocol.lifecycle import Event, lifecycle_info
 from . import store
 from .models import (
     DeleteResult,
@@ -60,12 +61,9 @@ TaskIds = Annotated[list[str], Field(min_length=1, max_length=100, description="
 NoteBody = Annotated[str, Field(min_length=1, max_length=10_000, description="Note text, 1–10000 characters")]
 Author = Annotated[str, Field(min_length=1, max_length=64)]
 
-LIFECYCLE = {
-    "states": ["pending", "running", "completed", "failed", "cancelled"],
-    "supports_cancel": False,
-    "supports_retry": False,
-    "progress_reporting": True,
-}
+# The demo's executions follow the one lifecycle table; they run within their request, so there
+# is no cancel or retry operation (MCP cancellation still ends one as ``cancelled``).
+LIFECYCLE = lifecycle_info(cancel=False, retry=False, progress=True)
 
 
 def _metadata_validator(raw: dict[str, Any]) -> dict[str, Any]:
@@ -539,16 +537,16 @@ class _Run:
         try:
             result = await body(self)
         except anyio.get_cancelled_exc_class():
-            store.record_execution(self.db, self.id, status="cancelled")  # sync: cannot itself be cancelled
+            store.record_execution(self.db, self.id, event=Event.CANCEL)  # sync: cannot itself be cancelled
             raise
         except MCPAQLError as e:
-            store.record_execution(self.db, self.id, status="failed", error={"code": e.code, "message": e.message})
+            store.record_execution(self.db, self.id, event=Event.FAIL, error={"code": e.code, "message": e.message})
             raise
         except Exception:
-            store.record_execution(self.db, self.id, status="failed",
+            store.record_execution(self.db, self.id, event=Event.FAIL,
                                    error={"code": "INTERNAL_ERROR", "message": "the execution failed unexpectedly"})
             raise
-        record = store.record_execution(self.db, self.id, status="completed", result=result)
+        record = store.record_execution(self.db, self.id, event=Event.COMPLETE, result=result)
         if self.ctx is not None:
             self.ctx.logger.info("execution %s (%s) completed", self.id, record["operation"])
         return Execution.model_validate(record)

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..protocol.concurrency import check_if_match, with_etag
 from ..protocol.errors import MCPAQLError, invalid_value, not_found_resource
+from ..protocol.lifecycle import TERMINAL, Event, State, apply, core_state
 from ..protocol.update import apply_patch
 
 SCHEMA_VERSION = 1
@@ -649,30 +650,30 @@ def start_execution(db: DB, operation: str) -> dict[str, Any]:
     eid = new_id("exec")
     with db.tx() as c:
         c.execute(
-            "INSERT INTO executions(execution_id, operation, status, started_at) VALUES (?, ?, 'running', ?)",
-            (eid, operation, now()),
+            "INSERT INTO executions(execution_id, operation, status, started_at) VALUES (?, ?, ?, ?)",
+            (eid, operation, apply(State.PENDING, Event.START).value, now()),
         )
         return _execution_dict(c.execute("SELECT * FROM executions WHERE execution_id = ?", (eid,)).fetchone())
 
 
-_TERMINAL = ("completed", "failed", "cancelled")
-
-
-def record_execution(db: DB, execution_id: str, *, status: str | None = None, progress: dict[str, Any] | None = None,
+def record_execution(db: DB, execution_id: str, *, event: Event | None = None, progress: dict[str, Any] | None = None,
                      result: dict[str, Any] | None = None, error: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Update a running execution; terminal states are final (CORE §8.4.2)."""
+    """Update a running execution: ``event`` moves it through the lifecycle table
+    (``protocol/lifecycle.py``); terminal states are final (CORE §8.4.2), so a late update
+    of a finished execution changes nothing."""
     with db.tx() as c:
         row = c.execute("SELECT * FROM executions WHERE execution_id = ?", (execution_id,)).fetchone()
         if row is None:
             raise not_found_resource("execution", execution_id)
-        if row["status"] in _TERMINAL:
+        if core_state(row["status"]) in TERMINAL:
             return _execution_dict(row)
         sets: list[str] = []
         args: list[Any] = []
-        if status is not None:
+        if event is not None:
+            status = apply(row["status"], event)
             sets.append("status = ?")
-            args.append(status)
-            if status in _TERMINAL:
+            args.append(status.value)
+            if status in TERMINAL:
                 sets.append("finished_at = ?")
                 args.append(now())
         for col, val in (("progress", progress), ("result", result), ("error", error)):

@@ -69,18 +69,13 @@ from ..protocol.extension import Extension
 from ..protocol.operations import OperationSpec, ParamSpec, TypeRef, TypeSpec
 from ..protocol.session import Session
 from ..store.base import Store, open_store
-from .lifecycle import TERMINAL, Event, Executions, State, allowed_events, core_state
+from .lifecycle import TERMINAL, Event, Executions, State, allowed_events, core_state, lifecycle_info, retry_plan
 
 log = logging.getLogger("mcpaql.safety.jobs")
 
 CTX_KEY = "_mcpaql_jobs_ctx"
 KIND = "background"
-LIFECYCLE: dict[str, Any] = {
-    "states": [s.value for s in State],
-    "supports_cancel": True,
-    "supports_retry": True,
-    "progress_reporting": True,
-}
+LIFECYCLE: dict[str, Any] = lifecycle_info(cancel=True, retry=True, progress=True)
 INTERNAL = {"code": "INTERNAL_ERROR", "message": "the execution failed unexpectedly"}
 OWNER_LOST = {"code": "INTERNAL_ERROR", "message": "the process running this execution stopped before it finished",
               "details": {"reason": "owner_lost", "retryable": True}}
@@ -354,8 +349,8 @@ class Jobs:
 
     async def retry(self, execution_id: str, ctx: Context) -> dict[str, Any]:
         rec = await self._record(execution_id)
-        state = core_state(rec["status"])
-        if state not in (State.FAILED, State.CANCELLED):
+        plan = retry_plan(rec["status"])
+        if plan is None:
             raise MCPAQLError(
                 "VALIDATION_INVALID_VALUE",
                 f"Execution '{execution_id}' is {rec['status']}; only failed or cancelled executions can be retried",
@@ -373,7 +368,7 @@ class Jobs:
         self._session_hook(ctx.session)
         run = _Run(old.operation, dict(old.kwargs), ctx.session, ctx.progress_sink)
         attempt = int(rec.get("attempt") or 1) + 1
-        if state is State.FAILED:  # the table's failed → running, same id
+        if plan == "same":  # the table's failed → running, same id
             changes = {"session_id": ctx.session.id, "attempt": attempt, "error": None, "result": None,
                        "finished_at": None, "progress": {"percentage": 0}}
             return await self._launch(execution_id, run, Event.RETRY, ctx, changes)
@@ -410,7 +405,7 @@ class Jobs:
         actions = []
         if "cancel" in events:
             actions.append("cancel_execution")
-        if core_state(rec["status"]) in (State.FAILED, State.CANCELLED):
+        if retry_plan(rec["status"]) is not None:
             actions.append("retry_execution")
         out["actions"] = actions
         return out
