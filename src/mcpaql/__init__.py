@@ -22,6 +22,7 @@ from .protocol import (
     TypeSpec,
 )
 from .protocol.collections import Collection, Computed, Item
+from .protocol.extension import Extension
 
 __version__ = "0.1.0"
 
@@ -35,6 +36,7 @@ __all__ = [
     "Context",
     "EndpointFamily",
     "Engine",
+    "Extension",
     "Item",
     "Limits",
     "MCPAQLError",

@@ -193,15 +193,19 @@ def _safety_config(policy: str | None, trust: str | None, loop: str | None, agen
 
 def _safety_prepare(policy: str | None, trust: str | None, loop: str | None, installed: list[Any],
                    agent_id: str | None = None) -> Any:
-    """The ``prepare`` hook installing safety; the Safety it makes is appended to ``installed``."""
+    """The ``prepare`` hook giving the target's engine the safety extension; the Safety it
+    makes is appended to ``installed``."""
     cfg = _safety_config(policy, trust, loop, agent_id)
     if cfg is None:
         return None
-    from .safety import install_safety
+    from .protocol.dispatch import Engine
+    from .protocol.registry import Registry
+    from .safety import Safety
 
     def prepare(target: Any) -> Any:
-        installed.append(install_safety(target, cfg))
-        return installed[-1]
+        reg = target.registry if isinstance(target, Engine) else target
+        installed.append(Safety(cfg, reg.adapter if isinstance(reg, Registry) else target.name))
+        return installed[-1].extension()
 
     return prepare
 

@@ -3,6 +3,7 @@ adapter-schema file (``.json``/``.yaml``). No target means the embedded demo ada
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import sys
@@ -13,6 +14,7 @@ from typing import Any
 from .adapters.python import Adapter
 from .config import Config
 from .protocol.dispatch import Engine
+from .protocol.extension import Extension
 from .protocol.registry import Registry
 
 
@@ -20,20 +22,22 @@ class TargetError(ValueError):
     """The serve target cannot be loaded; the message says why in user terms."""
 
 
-Prepare = Callable[[Any], Any]
+# Called with the loaded Adapter/Registry/Engine; returns the extension (e.g. safety) its engine
+# is built with, or None.
+Prepare = Callable[[Any], Extension | None]
 
 
 def _from_object(obj: Any, config: Config, where: str, prepare: Prepare | None = None) -> Engine:
     if callable(obj) and not isinstance(obj, Adapter | Engine | Registry | type):
         obj = obj()
-    if prepare is not None and isinstance(obj, Adapter | Registry | Engine):
-        prepare(obj)  # e.g. install_safety: before the engine is built, so reserved ops can join
-    if isinstance(obj, Engine):
-        return obj
+    ext = prepare(obj) if prepare is not None and isinstance(obj, Adapter | Registry | Engine) else None
+    extensions = [ext] if ext is not None else []
+    if isinstance(obj, Engine):  # built: only guards, capabilities and queries can join
+        return obj.extend(*(dataclasses.replace(e, rewrite=None) for e in extensions)) if extensions else obj
     if isinstance(obj, Adapter):
-        return obj.engine(config)
+        return obj.engine(config, extensions=extensions)
     if isinstance(obj, Registry):
-        return Engine(obj, config)
+        return Engine(obj, config, extensions=extensions)
     raise TargetError(f"'{where}' is not an mcpaql Adapter, Engine or Registry")
 
 

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-from demo_helpers import Demo
+from demo_helpers import Demo, empty_demo_fixture
 
 PRIORITIES = ["urgent", "high", "medium", "low"]
 STATUSES = ["todo", "in_progress", "blocked", "done"]
 
 
-@pytest.fixture
-def d(tmp_path: Path) -> Demo:
-    return Demo(tmp_path / "d.db", seed=False)
+module_demo, d = empty_demo_fixture()  # one adapter build per module, emptied per test
 
 
 @pytest.fixture

@@ -7,14 +7,12 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
-from demo_helpers import Demo
+from demo_helpers import Demo, empty_demo_fixture
 
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
-@pytest.fixture
-def d(tmp_path: Path) -> Demo:
-    return Demo(tmp_path / "d.db", seed=False)
+module_demo, d = empty_demo_fixture()  # one adapter build per module, emptied per test
 
 
 @pytest.fixture

@@ -3,17 +3,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-from demo_helpers import Demo
+from demo_helpers import Demo, empty_demo_fixture
 
 from mcpaql.protocol.update import deep_merge
 
-
-@pytest.fixture
-def d(tmp_path: Path) -> Demo:
-    return Demo(tmp_path / "d.db", seed=False)
+module_demo, d = empty_demo_fixture()  # one adapter build per module, emptied per test
 
 
 def test_deep_merge_function_worked_example() -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 
 import pytest
@@ -244,16 +245,30 @@ async def test_capabilities_advertised(sqlite_store) -> None:
     assert "execution_safety_loop" not in caps  # loop not installed → field omitted (REQ-LOOP-003)
 
 
-async def test_install_on_engine_adds_guard_in_place(sqlite_store) -> None:
-    from mcpaql.safety import SafetyConfig, install_safety
+async def test_a_built_engine_is_immutable_safety_builds_a_new_one(sqlite_store) -> None:
+    """Issue 12 §1: install_safety no longer patches a built Engine; ``engine.extend`` builds a
+    new engine with the guard, and the original stays as it was."""
+    from mcpaql.safety import Safety, SafetyConfig, install_safety
 
     app = make_adapter()
     engine = app.engine(Config.load(env={}))
-    install_safety(engine, SafetyConfig(trust="validated"), store=sqlite_store)
-    r = await engine.execute({"operation": "delete_task", "params": {"task_id": "1"}}, engine.context(engine.new_session()))
+    with pytest.raises(ValueError, match="immutable"):
+        install_safety(engine, SafetyConfig(trust="validated"), store=sqlite_store)
+    with pytest.raises(AttributeError):
+        engine.guards.append(None)  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        engine.capabilities["confirmation"] = True  # type: ignore[index]
+    safety = Safety(SafetyConfig(trust="validated"), "tasks", sqlite_store)
+    guarded = engine.extend(dataclasses.replace(safety.extension(), rewrite=None))
+    r = await guarded.execute({"operation": "delete_task", "params": {"task_id": "1"}},
+                              guarded.context(guarded.new_session()))
     assert r["error"]["code"] == "CONFIRMATION_REQUIRED"
+    r = await engine.execute({"operation": "introspect", "params": {"query": "operations"}},
+                             engine.context(engine.new_session()))
+    assert r["data"]["_protocol"]["capabilities"]["confirmation"] is False  # the original is untouched
+    loop = Safety(SafetyConfig(trust="validated", loop_mode="enforcing"), "tasks", sqlite_store)
     with pytest.raises(ValueError, match="frozen"):
-        install_safety(engine, SafetyConfig(trust="validated", loop_mode="enforcing"), store=sqlite_store)
+        engine.extend(loop.extension())
 
 
 async def test_REQ_TOKEN_020_failed_validations_are_rate_limited(sqlite_store) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.anyio
 class World:
     """An adapter with background operations whose progress the test drives by events."""
 
-    def __init__(self, store: Store, *, install_first: bool = False) -> None:
+    def __init__(self, store: Store, *, install_first: bool = False, clock: Any = time.time) -> None:
         app = Adapter("jobs")
         self.gate = asyncio.Event()
         self.started = asyncio.Event()
@@ -34,7 +35,7 @@ class World:
         self.fail_times = 0
         self.runs = 0
         if install_first:
-            self.jobs = install_jobs(app, store)
+            self.jobs = install_jobs(app, store, clock=clock)
 
         @app.read
         def ping() -> dict:
@@ -71,7 +72,7 @@ class World:
             return {"double": 2 * n}
 
         if not install_first:
-            self.jobs = install_jobs(app, store)
+            self.jobs = install_jobs(app, store, clock=clock)
         self.app = app
         self.engine = app.engine(Config.load(env={}))
         self.session = self.engine.new_session()
@@ -425,13 +426,14 @@ async def test_execution_of_a_killed_process_becomes_failed_not_running_forever(
     proc = await asyncio.create_subprocess_exec(sys.executable, str(WORKER), url, "1.5", stdout=asyncio.subprocess.PIPE)
     try:
         eid = json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))["execution_id"]
-        other = World(sqlite_store)  # another process's view of the same store
-        await asyncio.sleep(2.5)  # longer than the TTL: a live owner keeps beating
+        skew = [0.0]
+        other = World(sqlite_store, clock=lambda: time.time() + skew[0])  # another process's view of the store
+        await asyncio.sleep(2.5)  # longer than the TTL, in real time: a live owner keeps beating
         assert (await other.state(eid))["status"] == "running"
     finally:
         proc.kill()
         await proc.wait()
-    await asyncio.sleep(2.0)  # no beat for longer than the TTL
+    skew[0] = 2.0  # the reader's clock moves past the TTL: no beat since (the injected clock, no sleep)
     st = await other.state(eid)
     assert st["status"] == "failed", st
     assert st["error"]["code"] == "INTERNAL_ERROR" and st["error"]["details"]["reason"] == "owner_lost"

@@ -74,7 +74,8 @@ class EngineHolderBase(ABC):
     def build_engine(self) -> Engine:
         if self.safety is not None:
             return self.safety.engine(self.registry(), self.config, **self.engine_kwargs)
-        return Engine(self.registry(), self.config, **self.engine_kwargs)
+        # Config.load() here, not inside Engine: the sans-IO core never reads the environment.
+        return Engine(self.registry(), self.config if self.config is not None else Config.load(), **self.engine_kwargs)
 
     @property
     def engine(self) -> Engine:

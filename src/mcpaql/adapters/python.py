@@ -32,6 +32,7 @@ from ..protocol.categories import CRUDE_FAMILIES, Category, EndpointFamily
 from ..protocol.collections import apply_collection, item_schema_for
 from ..protocol.context import Context
 from ..protocol.dispatch import Engine
+from ..protocol.extension import Extension, Lifespan
 from ..protocol.operations import NO_DEFAULT, OperationSpec, ParamSpec, TypeRef, TypeSpec, type_specs
 from ..protocol.registry import Registry, SchemaError
 from ..protocol.schema import pascal, resolve, strip_null
@@ -200,6 +201,8 @@ class Adapter:
         open_world: bool = False,
         concurrency: str = "read-concurrent",
         supports_etag: bool = False,
+        extensions: Iterable[Extension] = (),
+        lifespan: Lifespan | None = None,
     ) -> None:
         self.name = name
         self.display_name = display_name
@@ -217,11 +220,14 @@ class Adapter:
         self.supports_etag = supports_etag
         self._specs: list[OperationSpec] = []
         self._types: list[TypeSpec] = []
+        # Extra ``_protocol.capabilities`` every engine built from this adapter advertises.
         self.capabilities: dict[str, Any] = {}
-        # Guards every engine built from this adapter runs (e.g. mcpaql.safety.install_safety).
-        self.guards: list[Any] = []
-        # Extension introspect queries every engine built from this adapter answers.
-        self.introspect_queries: dict[str, Any] = {}
+        # Layers every engine built from this adapter carries (safety, background jobs, …):
+        # see mcpaql.protocol.extension. Added with use(); applied when an engine is built.
+        self._extensions: list[Extension] = list(extensions)
+        # Opens and closes the backend's resources with the server (an async context manager
+        # factory, as Starlette's and the MCP SDK's lifespan): entered when serving starts.
+        self.lifespan = lifespan
         # Fail at definition time, not at serve time: the registry validates every name.
         self.registry()
 
@@ -319,13 +325,45 @@ class Adapter:
         return spec
 
     def add(self, spec: OperationSpec) -> OperationSpec:
-        probe = self.registry()  # validates against what is already there
+        probe = self.registry()  # validates against what is already there, extensions included
+        for ext in self._extensions:
+            if ext.rewrite is not None:
+                ext.rewrite(spec)  # an extension refusing this spec refuses it now, not at serve time
         probe.add(spec, reserved_ok=bool(spec.extensions.get("reserved")))
         self._specs.append(spec)
         return spec
 
+    def use(self, extension: Extension) -> Extension:
+        """Add ``extension`` to every engine built from now on (before ``engine()``/serving).
+
+        It is checked now: its rewrite must accept every operation defined so far and its
+        operations must not collide with them.
+        """
+        trial = [*self._extensions, extension]
+        self._registry_with(trial)
+        self._extensions = trial
+        return extension
+
+    @property
+    def extensions(self) -> tuple[Extension, ...]:
+        return tuple(self._extensions)
+
     def registry(self) -> Registry:
-        """A fresh, unfrozen registry holding this adapter's operations and types."""
+        """A fresh, unfrozen registry holding this adapter's operations and types, with its
+        extensions' rewrites and operations applied (what its engines serve, minus introspect)."""
+        return self._registry_with(self._extensions)
+
+    def _registry_with(self, extensions: Iterable[Extension]) -> Registry:
+        reg = self._own_registry()
+        for ext in extensions:
+            if ext.rewrite is not None:
+                reg.rewrite(ext.rewrite)
+            for spec in ext.operations:
+                reg.add(spec, reserved_ok=True)
+        return reg
+
+    def _own_registry(self) -> Registry:
+        """The adapter's own operations and types, before its extensions."""
         reg = Registry(
             self.name,
             display_name=self.display_name,
@@ -343,9 +381,26 @@ class Adapter:
             reg.add(s, reserved_ok=bool(s.extensions.get("reserved")))
         return reg
 
-    def engine(self, config: Config | None = None, **kw: Any) -> Engine:
-        caps = {**self.capabilities, **kw.pop("capabilities", {})}
-        guards = [*self.guards, *(kw.pop("guards", None) or ())]
-        engine = Engine(self.registry(), config, capabilities=caps, guards=guards, **kw)
-        engine.introspect_queries.update(self.introspect_queries)
-        return engine
+    def engine(self, config: Config | None = None, *, capabilities: dict[str, Any] | None = None,
+               guards: Iterable[Any] = (), extensions: Iterable[Extension] = ()) -> Engine:
+        """A built engine: this adapter's operations, its extensions and then ``extensions``;
+        ``guards``/``capabilities`` run and win after every extension's. ``config`` None reads
+        the environment and config file (:meth:`Config.load`)."""
+        extra = Extension("engine", guards=tuple(guards), capabilities=capabilities or {})
+        return Engine(self._own_registry(), config if config is not None else Config.load(),
+                      capabilities=self.capabilities, extensions=[*self._extensions, *extensions, extra],
+                      lifespan=self.lifespan)
+
+    def run(self, transport: str = "stdio", *, config: Config | None = None, host: str = "127.0.0.1",
+            port: int = 8000, stateless: bool = False) -> None:
+        """Serve this adapter (blocking) over ``stdio`` or streamable ``http``; the adapter's and
+        its extensions' lifespans open and close with the server."""
+        from ..mcp.transports import run_stdio, serve_http
+
+        engine = self.engine(config)
+        if transport == "stdio":
+            run_stdio(engine)
+        elif transport == "http":
+            serve_http(engine, host=host, port=port, stateless=stateless)
+        else:
+            raise ValueError("transport must be stdio or http")

@@ -28,6 +28,7 @@ from ..adapters.python import Adapter
 from ..protocol.collections import AggregationSupport, Collection, Computed, Item, Relationships, query_relationships
 from ..protocol.context import Context
 from ..protocol.errors import MCPAQLError, invalid_value, missing_param
+from ..protocol.lifecycle import Event, lifecycle_info
 from . import store
 from .models import (
     DeleteResult,
@@ -60,12 +61,9 @@ TaskIds = Annotated[list[str], Field(min_length=1, max_length=100, description="
 NoteBody = Annotated[str, Field(min_length=1, max_length=10_000, description="Note text, 1–10000 characters")]
 Author = Annotated[str, Field(min_length=1, max_length=64)]
 
-LIFECYCLE = {
-    "states": ["pending", "running", "completed", "failed", "cancelled"],
-    "supports_cancel": False,
-    "supports_retry": False,
-    "progress_reporting": True,
-}
+# The demo's executions follow the one lifecycle table; they run within their request, so there
+# is no cancel or retry operation (MCP cancellation still ends one as ``cancelled``).
+LIFECYCLE = lifecycle_info(cancel=False, retry=False, progress=True)
 
 
 def _metadata_validator(raw: dict[str, Any]) -> dict[str, Any]:
@@ -73,11 +71,20 @@ def _metadata_validator(raw: dict[str, Any]) -> dict[str, Any]:
     return TaskMetadata.model_validate(raw).model_dump(mode="json")
 
 
-def make_adapter(db_path: str | os.PathLike[str] | None = None, *, seed: bool = True) -> Adapter:
+class TaskTracker(Adapter):
+    """The demo adapter; ``db`` is its store (for tests and tools that want to look inside)."""
+
+    def __init__(self, db: store.DB, **kw: Any) -> None:
+        self.db = db
+        super().__init__(**kw, lifespan=db.lifespan)  # the connection closes when serving stops
+
+
+def make_adapter(db_path: str | os.PathLike[str] | None = None, *, seed: bool = True) -> TaskTracker:
     """Build the Task Tracker adapter over the SQLite file at ``db_path`` (see :func:`store.resolve_path`)."""
     db = store.connect(db_path, seed=seed)
-    app = Adapter(
-        ADAPTER_NAME,
+    app = TaskTracker(
+        db,
+        name=ADAPTER_NAME,
         display_name=DISPLAY_NAME,
         description=(
             "Projects, tasks with status/priority/tags/metadata, links between tasks and notes, "
@@ -86,7 +93,6 @@ def make_adapter(db_path: str | os.PathLike[str] | None = None, *, seed: bool = 
         concurrency="read-concurrent",
         supports_etag=True,
     )
-    app.db = db  # type: ignore[attr-defined]  # for tests and tools that want the store
     _project_operations(app, db)
     _task_operations(app, db)
     _link_and_note_operations(app, db)
@@ -531,16 +537,16 @@ class _Run:
         try:
             result = await body(self)
         except anyio.get_cancelled_exc_class():
-            store.record_execution(self.db, self.id, status="cancelled")  # sync: cannot itself be cancelled
+            store.record_execution(self.db, self.id, event=Event.CANCEL)  # sync: cannot itself be cancelled
             raise
         except MCPAQLError as e:
-            store.record_execution(self.db, self.id, status="failed", error={"code": e.code, "message": e.message})
+            store.record_execution(self.db, self.id, event=Event.FAIL, error={"code": e.code, "message": e.message})
             raise
         except Exception:
-            store.record_execution(self.db, self.id, status="failed",
+            store.record_execution(self.db, self.id, event=Event.FAIL,
                                    error={"code": "INTERNAL_ERROR", "message": "the execution failed unexpectedly"})
             raise
-        record = store.record_execution(self.db, self.id, status="completed", result=result)
+        record = store.record_execution(self.db, self.id, event=Event.COMPLETE, result=result)
         if self.ctx is not None:
             self.ctx.logger.info("execution %s (%s) completed", self.id, record["operation"])
         return Execution.model_validate(record)

@@ -21,7 +21,7 @@ import os
 import secrets
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -29,6 +29,7 @@ from typing import Any
 
 from ..protocol.concurrency import check_if_match, with_etag
 from ..protocol.errors import MCPAQLError, invalid_value, not_found_resource
+from ..protocol.lifecycle import TERMINAL, Event, State, apply, core_state
 from ..protocol.update import apply_patch
 
 SCHEMA_VERSION = 1
@@ -114,6 +115,7 @@ class DB:
     conn: sqlite3.Connection
     path: str
     lock: threading.RLock = field(default_factory=threading.RLock)
+    closed: bool = False
 
     @contextlib.contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
@@ -135,6 +137,23 @@ class DB:
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+            self.closed = True
+
+    def reopen(self) -> None:
+        """Open the file again after :meth:`close` (a server served twice in one process)."""
+        with self.lock:
+            if self.closed:
+                self.conn = _open(Path(self.path))
+                self.closed = False
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[DB]:
+        """The adapter lifespan: the connection is open while serving and closed after."""
+        self.reopen()
+        try:
+            yield self
+        finally:
+            self.close()
 
 
 def resolve_path(db_path: str | os.PathLike[str] | None = None) -> Path:
@@ -143,15 +162,20 @@ def resolve_path(db_path: str | os.PathLike[str] | None = None) -> Path:
     return Path(raw).expanduser()
 
 
-def connect(db_path: str | os.PathLike[str] | None = None, *, seed: bool = True) -> DB:
-    """Open (creating if needed) the demo database; a brand-new file gets the sample project."""
-    path = resolve_path(db_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _open(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+def connect(db_path: str | os.PathLike[str] | None = None, *, seed: bool = True) -> DB:
+    """Open (creating if needed) the demo database; a brand-new file gets the sample project."""
+    path = resolve_path(db_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = _open(path)
     db = DB(conn, str(path))
     conn.executescript("BEGIN IMMEDIATE;\n" + _SCHEMA + "\nCOMMIT;")
     with db.tx() as c:
@@ -626,30 +650,30 @@ def start_execution(db: DB, operation: str) -> dict[str, Any]:
     eid = new_id("exec")
     with db.tx() as c:
         c.execute(
-            "INSERT INTO executions(execution_id, operation, status, started_at) VALUES (?, ?, 'running', ?)",
-            (eid, operation, now()),
+            "INSERT INTO executions(execution_id, operation, status, started_at) VALUES (?, ?, ?, ?)",
+            (eid, operation, apply(State.PENDING, Event.START).value, now()),
         )
         return _execution_dict(c.execute("SELECT * FROM executions WHERE execution_id = ?", (eid,)).fetchone())
 
 
-_TERMINAL = ("completed", "failed", "cancelled")
-
-
-def record_execution(db: DB, execution_id: str, *, status: str | None = None, progress: dict[str, Any] | None = None,
+def record_execution(db: DB, execution_id: str, *, event: Event | None = None, progress: dict[str, Any] | None = None,
                      result: dict[str, Any] | None = None, error: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Update a running execution; terminal states are final (CORE §8.4.2)."""
+    """Update a running execution: ``event`` moves it through the lifecycle table
+    (``protocol/lifecycle.py``); terminal states are final (CORE §8.4.2), so a late update
+    of a finished execution changes nothing."""
     with db.tx() as c:
         row = c.execute("SELECT * FROM executions WHERE execution_id = ?", (execution_id,)).fetchone()
         if row is None:
             raise not_found_resource("execution", execution_id)
-        if row["status"] in _TERMINAL:
+        if core_state(row["status"]) in TERMINAL:
             return _execution_dict(row)
         sets: list[str] = []
         args: list[Any] = []
-        if status is not None:
+        if event is not None:
+            status = apply(row["status"], event)
             sets.append("status = ?")
-            args.append(status)
-            if status in _TERMINAL:
+            args.append(status.value)
+            if status in TERMINAL:
                 sets.append("finished_at = ?")
                 args.append(now())
         for col, val in (("progress", progress), ("result", result), ("error", error)):

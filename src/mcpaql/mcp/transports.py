@@ -11,7 +11,7 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -20,6 +20,7 @@ from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
 from ..protocol.dispatch import Engine
+from ..protocol.extension import Lifespan, combine_lifespans
 from .framing import Utf8Guard, line_limit
 from .server import EngineHolder, build_server, current_engine
 from .stdio_pipes import claimed_stdio, drained_streams
@@ -43,8 +44,8 @@ async def serve_stdio(engine: Engine | EngineHolder) -> None:
     session = first.new_session("stdio")
     server = build_server(engine, transport="stdio", session=session)
     sys.stdout.flush()  # anything buffered before we own the pipe must not land mid-stream
-    try:
-        async with claimed_stdio(line_limit(first.config.limits)) as (lines, writer), \
+    try:  # the backend's lifespan brackets serving: opened first, closed after the last answer
+        async with lifespan_of(engine)(), claimed_stdio(line_limit(first.config.limits)) as (lines, writer), \
                 stdio_server(lines, writer) as (read_stream, write_stream):  # type: ignore[arg-type]
             try:
                 with contextlib.redirect_stdout(sys.stderr):  # stray print() in handlers goes to stderr
@@ -55,6 +56,12 @@ async def serve_stdio(engine: Engine | EngineHolder) -> None:
     finally:
         with anyio.CancelScope(shield=True):
             await session.close()
+
+
+def lifespan_of(source: Engine | EngineHolder) -> Lifespan:
+    """The lifespan serving enters: an engine's (its adapter's and extensions', see
+    ``protocol/extension.py``); a holder opened its resources when it was entered."""
+    return source.lifespan if isinstance(source, Engine) else combine_lifespans(())
 
 
 def event_loop_options() -> dict[str, Any]:
@@ -99,6 +106,15 @@ def http_app(engine: Engine | EngineHolder, *, stateless: bool = False, path: st
     )
     # REQ-VAL-023: invalid UTF-8 is VALIDATION_INVALID_ENCODING here too, not the SDK's bare -32700.
     app.add_middleware(Utf8Guard, limit=line_limit(current_engine(engine).config.limits))
+    sdk_lifespan = app.router.lifespan_context  # runs the SDK's session manager
+    backend = lifespan_of(engine)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(a: Starlette) -> AsyncIterator[Any]:
+        async with backend(), sdk_lifespan(a) as state:  # the backend opens first and closes last
+            yield state
+
+    app.router.lifespan_context = lifespan
     return app
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from types import MappingProxyType
 from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_jsonable_python
@@ -33,6 +34,7 @@ from .errors import (
     not_found_operation,
     payload_too_large,
 )
+from .extension import Extension, Lifespan, combine_lifespans
 from .gatekeeper import check_category, check_endpoint
 from .introspect import SPEC_VERSION, Introspector, check_query, introspect_spec
 from .limits import check_payload, decode_raw
@@ -52,7 +54,15 @@ ANY_FAMILY = object()  # in-process callers that skip endpoint matching
 
 
 class Engine:
-    """A frozen registry plus a config: the tool surface and the request pipeline."""
+    """A frozen registry plus a config: the tool surface and the request pipeline.
+
+    Everything an engine does is given here, at build time: ``extensions``
+    (:mod:`.extension`: operations, spec rewrites, guards, capabilities, introspect queries,
+    lifespans) plus the older keyword forms ``guards`` and ``capabilities``. The built engine
+    keeps them in tuples and read-only mappings; nothing is added to it afterwards. ``config``
+    is taken as given (``None``: the defaults) — reading the environment or a config file is
+    :meth:`Config.load`'s job, outside the sans-IO core.
+    """
 
     def __init__(
         self,
@@ -60,10 +70,21 @@ class Engine:
         config: Config | None = None,
         *,
         capabilities: dict[str, Any] | None = None,
-        guards: list[Guard] | None = None,
+        guards: Iterable[Guard] | None = None,
+        extensions: Iterable[Extension] = (),
+        lifespan: Lifespan | None = None,
     ) -> None:
-        self.config = config or Config.load()
+        self.config = config if config is not None else Config()
         self.registry = registry
+        self.extensions: tuple[Extension, ...] = tuple(extensions)
+        if not registry.frozen:
+            for ext in self.extensions:  # in order: each rewrites what exists so far, then adds its own
+                if ext.rewrite is not None:
+                    registry.rewrite(ext.rewrite)
+                for spec in ext.operations:
+                    registry.add(spec, reserved_ok=True)
+        elif any(ext.operations or ext.rewrite for ext in self.extensions):
+            raise ValueError("an Engine's registry is frozen: give the extension to its Adapter or Registry")
         if not registry.frozen:
             if registry.get("introspect") is None:
                 registry.add(introspect_spec(registry.default_introspect_family()), reserved_ok=True)
@@ -77,8 +98,12 @@ class Engine:
         self.tool_for_family = {t.family: t.name for t in self.tools if t.family is not None}
         single = next((t.name for t in self.tools if t.family is None), None)
         self.single_tool = single
-        self.guards: list[Guard] = list(guards or [])
-        self.introspect_queries: dict[str, IntrospectQuery] = {}
+        self.guards: tuple[Guard, ...] = (*(guards or ()), *(g for ext in self.extensions for g in ext.guards))
+        queries: dict[str, IntrospectQuery] = {}
+        for ext in self.extensions:
+            queries.update(ext.introspect_queries)
+        self.introspect_queries: MappingProxyType[str, IntrospectQuery] = MappingProxyType(queries)
+        self.lifespan: Lifespan = combine_lifespans([lifespan, *(ext.lifespan for ext in self.extensions)])
         self.cursor_secret = os.urandom(32)
         self._compiled: dict[str, CompiledOperation] = {}
         details: dict[str, dict[str, Any]] = {}
@@ -104,7 +129,9 @@ class Engine:
         }
         caps.update(collection_capabilities(self.operations))  # what the ops switch on (C.9)
         caps.update(capabilities or {})
-        self.capabilities = caps
+        for ext in self.extensions:
+            caps.update(ext.capabilities)
+        self.capabilities: MappingProxyType[str, Any] = MappingProxyType(caps)
         protocol = {
             "version": SPEC_VERSION,
             "conformance": "level-2" if caps.get("batch") and caps.get("field_selection") else "level-1",
@@ -126,6 +153,14 @@ class Engine:
         }
         protocol.pop("strict_validation")  # strict_mode is never exposed (CORE §4.6.2)
         self.introspector = Introspector(self.operations, details, registry.types, protocol)
+
+    def extend(self, *extensions: Extension) -> Engine:
+        """A new engine serving the same (frozen) registry and config with ``extensions`` added
+        after this one's guards, capabilities, introspect queries and lifespan. Extensions that
+        add operations or rewrite specs need the unfrozen registry: give them to the Adapter."""
+        carried = Extension("engine", introspect_queries=self.introspect_queries)
+        return Engine(self.registry, self.config, capabilities=dict(self.capabilities), guards=self.guards,
+                      extensions=[carried, *extensions], lifespan=self.lifespan)
 
     # ---- sessions --------------------------------------------------------------------------
 

@@ -4,8 +4,8 @@ when a loop mode is set, the reserved safety-loop operations into an Adapter, an
 Registry or (guards only) an Engine. :func:`guard_engine` builds the stand-alone "safety
 dongle" (ESL §2): the loop operations plus introspection and nothing else.
 
-Safety sits below the adapter layer (ARCHITECTURE "Layers"), so an Adapter is recognised by
-its shape (``add``, ``guards``, ``capabilities``) rather than imported.
+Safety is an :class:`~mcpaql.protocol.extension.Extension` (:meth:`Safety.extension`): it is
+given to an Adapter or Engine at build time and never patched into a built one.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..config import Config
 from ..protocol.dispatch import Engine
+from ..protocol.extension import Extension
 from ..protocol.operations import OperationSpec
 from ..protocol.registry import Registry
 from ..store.base import Store, open_store
@@ -32,14 +33,13 @@ from .verification import Challenges, DisplayChannel, OSDialogChannel, WebhookCh
 
 
 @runtime_checkable
-class AdapterLike(Protocol):
-    """What install_safety needs from :class:`mcpaql.Adapter` (duck-typed, see module doc)."""
+class Extensible(Protocol):
+    """What install_safety needs from :class:`mcpaql.Adapter`: safety sits below the adapter
+    layer (ARCHITECTURE "Layers"), so an Adapter is recognised by its shape, not imported."""
 
     name: str
-    guards: list[Any]
-    capabilities: dict[str, Any]
 
-    def add(self, spec: OperationSpec) -> OperationSpec: ...
+    def use(self, extension: Extension) -> Extension: ...
 
 
 @dataclass
@@ -145,23 +145,27 @@ class Safety:
             return [*first, rate_limits_only]
         return first
 
+    def extension(self) -> Extension:
+        """Safety as an :class:`~mcpaql.protocol.extension.Extension`: danger notes in the
+        descriptions (a rewrite), the loop operations, the guards, capabilities and introspect
+        queries. Give it to an Adapter (``adapter.use``) or an Engine (``extensions=``)."""
+        note = self.config.gatekeeper and self.config.describe_danger
+        return Extension(
+            "safety",
+            operations=tuple(self.loop.operations()) if self.loop is not None else (),
+            rewrite=(lambda spec: _with_danger_note(self, spec)) if note else None,
+            guards=tuple(self.guards), capabilities=self.capabilities(), introspect_queries=self.introspect_queries(),
+        )
+
     def engine(self, registry: Registry, config: Config | None = None, **kw: Any) -> Engine:
-        """An Engine for an unfrozen ``registry`` with this safety in it: danger notes in the
-        descriptions, the loop operations, the guard, capabilities and introspect queries.
+        """An Engine for an unfrozen ``registry`` with this safety in it (:meth:`extension`).
 
         For holders that rebuild their engine (a wrapped upstream whose tools changed, an adapter
         file's runtime): they keep one Safety — one store, so confirmation tokens issued before a
         rebuild, rate windows and agent blocks all carry over.
         """
-        if self.config.gatekeeper and self.config.describe_danger:
-            registry.rewrite(lambda spec: _with_danger_note(self, spec))
-        if self.loop is not None:
-            for spec in self.loop.operations():
-                registry.add(spec, reserved_ok=True)
-        caps = {**kw.pop("capabilities", {}), **self.capabilities()}
-        engine = Engine(registry, config, guards=[*kw.pop("guards", []), *self.guards], capabilities=caps, **kw)
-        engine.introspect_queries.update(self.introspect_queries())
-        return engine
+        extensions = [*kw.pop("extensions", ()), self.extension()]
+        return Engine(registry, config if config is not None else Config.load(), extensions=extensions, **kw)
 
     def capabilities(self) -> dict[str, Any]:
         caps: dict[str, Any] = {"confirmation": bool(self.config.gatekeeper), "dangerous_operations": True,
@@ -193,45 +197,32 @@ class Safety:
         await self.store.close()
 
 
-def install_safety(target: AdapterLike | Registry | Engine, config: SafetyConfig | dict[str, Any] | None = None, *,
+def install_safety(target: Extensible | Registry | Engine, config: SafetyConfig | dict[str, Any] | None = None, *,
                    store: Store | None = None, channels: list[DisplayChannel] | None = None) -> Safety:
-    """Switch safety on for ``target``. For an Adapter, engines built afterwards by
-    ``adapter.engine()`` carry the guard and capabilities; for a Registry, pass
-    ``guards=safety.guards, capabilities=safety.capabilities()`` to ``Engine``; an Engine gets
-    the guard and capabilities in place but cannot gain the loop operations (frozen)."""
+    """Switch safety on for ``target`` (a thin helper over :meth:`Safety.extension`).
+
+    An Adapter gets the extension (``adapter.use``): engines built afterwards carry it. An
+    unfrozen Registry gets the danger notes and the loop operations; pass
+    ``guards=safety.guards, capabilities=safety.capabilities()`` to its ``Engine``. A built
+    Engine is immutable and refused: give ``safety.extension()`` to its Adapter, or build a new
+    engine with ``engine.extend(...)`` (guards, capabilities and queries only)."""
     cfg = config if isinstance(config, SafetyConfig) else SafetyConfig.from_dict(config or {})
     if isinstance(target, Engine):
-        name = target.registry.adapter
-    elif isinstance(target, Registry):
-        name = target.adapter
-    elif isinstance(target, AdapterLike):
-        name = target.name
-    else:
-        raise TypeError("install_safety needs an Adapter, a Registry or an Engine")
-    safety = Safety(cfg, name, store, channels)
-    if isinstance(target, Engine):
-        if safety.loop is not None and target.compiled("record_execution_step") is None:
-            raise ValueError("an Engine's registry is frozen: install the safety loop on its Adapter or Registry")
-        target.guards.extend(safety.guards)
-        target.capabilities.update(safety.capabilities())
-        target.introspect_queries.update(safety.introspect_queries())
+        raise ValueError("an Engine is built and immutable: install safety on its Adapter or Registry, "
+                         "or build a new engine with engine.extend(safety.extension())")
+    if isinstance(target, Registry):
+        safety = Safety(cfg, target.adapter, store, channels)
+        ext = safety.extension()
+        if ext.rewrite is not None:
+            target.rewrite(ext.rewrite)
+        for spec in ext.operations:
+            target.add(spec, reserved_ok=True)
         return safety
-    if safety.loop is not None:
-        for spec in safety.loop.operations():
-            if isinstance(target, Registry):
-                target.add(spec, reserved_ok=True)
-            else:
-                target.add(spec)
-    if isinstance(target, AdapterLike):
-        specs = getattr(target, "_specs", None)
-        if cfg.gatekeeper and cfg.describe_danger and isinstance(specs, list):
-            specs[:] = [_with_danger_note(safety, s) for s in specs]
-        target.guards.extend(safety.guards)
-        target.capabilities.update(safety.capabilities())
-        queries = getattr(target, "introspect_queries", None)
-        if isinstance(queries, dict):
-            queries.update(safety.introspect_queries())
-    return safety
+    if isinstance(target, Extensible):
+        safety = Safety(cfg, target.name, store, channels)
+        target.use(safety.extension())
+        return safety
+    raise TypeError("install_safety needs an Adapter or a Registry")
 
 
 async def open_safety(config: SafetyConfig | dict[str, Any] | None, adapter: str,
@@ -268,10 +259,10 @@ def guard_engine(config: SafetyConfig | dict[str, Any] | None = None, *, store: 
     """
     cfg = config if isinstance(config, SafetyConfig) else SafetyConfig.from_dict(config or {})
     if cfg.loop_mode is None:
-        cfg.loop_mode = "enforcing"
+        cfg = replace(cfg, loop_mode="enforcing")  # a copy: the caller's config is theirs
     registry = Registry(name, display_name="Safety Guard",
                         description="Execution safety loop: report every intended action before taking it.")
-    safety = install_safety(registry, cfg, store=store, channels=channels)
-    engine = Engine(registry, engine_config, guards=safety.guards, capabilities=safety.capabilities())
-    engine.introspect_queries.update(safety.introspect_queries())
+    safety = Safety(cfg, name, store, channels)
+    engine = Engine(registry, engine_config if engine_config is not None else Config.load(),
+                    extensions=[safety.extension()])
     return engine, safety

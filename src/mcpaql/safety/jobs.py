@@ -9,7 +9,7 @@ Mark an operation and install the jobs runtime on the adapter::
             await ctx.report_progress(i + 1, 10, f"segment {i + 1}")
         return {"rebuilt": shard}
 
-    jobs = install_jobs(app, store)        # before or after the decorators, before app.engine()
+    jobs = install_jobs(app, store)        # = app.use(jobs.extension()); before app.engine()
 
 Calling ``rebuild_index`` now creates an execution record (``pending`` → ``running``), starts
 the handler as an asyncio task and answers at once with the state response
@@ -52,10 +52,11 @@ sans-IO protocol core.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -64,21 +65,17 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from ..protocol.categories import Category
 from ..protocol.context import Context, ProgressSink
 from ..protocol.errors import MCPAQLError
+from ..protocol.extension import Extension
 from ..protocol.operations import OperationSpec, ParamSpec, TypeRef, TypeSpec
 from ..protocol.session import Session
 from ..store.base import Store, open_store
-from .lifecycle import TERMINAL, Event, Executions, State, allowed_events, core_state
+from .lifecycle import TERMINAL, Event, Executions, State, allowed_events, core_state, lifecycle_info, retry_plan
 
 log = logging.getLogger("mcpaql.safety.jobs")
 
 CTX_KEY = "_mcpaql_jobs_ctx"
 KIND = "background"
-LIFECYCLE: dict[str, Any] = {
-    "states": [s.value for s in State],
-    "supports_cancel": True,
-    "supports_retry": True,
-    "progress_reporting": True,
-}
+LIFECYCLE: dict[str, Any] = lifecycle_info(cancel=True, retry=True, progress=True)
 INTERNAL = {"code": "INTERNAL_ERROR", "message": "the execution failed unexpectedly"}
 OWNER_LOST = {"code": "INTERNAL_ERROR", "message": "the process running this execution stopped before it finished",
               "details": {"reason": "owner_lost", "retryable": True}}
@@ -116,10 +113,13 @@ class _Run:
 class Jobs:
     """The background-execution runtime of one adapter (see module doc)."""
 
-    def __init__(self, store: Store, adapter: str, *, owner_ttl: float = OWNER_TTL) -> None:
+    def __init__(self, store: Store, adapter: str, *, owner_ttl: float = OWNER_TTL,
+                 clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.adapter = adapter
-        self.executions = Executions(store)
+        # Wall-clock seconds (injectable: tests move time instead of sleeping past owner_ttl).
+        self.clock = clock
+        self.executions = Executions(store, clock=clock)
         self.instance = secrets.token_hex(8)
         self.owner_ttl = owner_ttl
         self._specs: dict[str, OperationSpec] = {}
@@ -128,6 +128,21 @@ class Jobs:
         self._heartbeat: asyncio.Task[None] | None = None
 
     # ---- wrapping ---------------------------------------------------------------------------
+
+    def extension(self) -> Extension:
+        """The runtime as an :class:`~mcpaql.protocol.extension.Extension`: ``background=True``
+        operations rewritten into their background form, the three execution operations, and a
+        lifespan that cancels this process's executions when the server stops."""
+
+        @contextlib.asynccontextmanager
+        async def lifespan() -> AsyncIterator[None]:
+            try:
+                yield None
+            finally:
+                await self.close()
+
+        return Extension("jobs", operations=tuple(self.operations()), lifespan=lifespan,
+                         rewrite=lambda spec: self.wrap(spec) if spec.extensions.get("background") else spec)
 
     def wrap(self, spec: OperationSpec) -> OperationSpec:
         """The background form of an EXECUTE operation (idempotent)."""
@@ -185,7 +200,7 @@ class Jobs:
     # ---- owner liveness ---------------------------------------------------------------------
 
     async def _beat(self) -> None:
-        now = time.time()
+        now = self.clock()
         await self.store.put(OWNERS, self.instance, {"alive_until": now + self.owner_ttl},
                              purge_at=now + 4 * self.owner_ttl)
 
@@ -205,7 +220,7 @@ class Jobs:
         if state not in (State.PENDING, State.RUNNING) or not owner or owner == self.instance:
             return rec
         beat = await self.store.get(OWNERS, owner)
-        if beat is not None and float(beat.get("alive_until", 0)) >= time.time():
+        if beat is not None and float(beat.get("alive_until", 0)) >= self.clock():
             return rec
         eid = rec["execution_id"]
         log.warning("background execution %s (%s): its process stopped; marking it %s", eid, rec.get("operation"),
@@ -334,8 +349,8 @@ class Jobs:
 
     async def retry(self, execution_id: str, ctx: Context) -> dict[str, Any]:
         rec = await self._record(execution_id)
-        state = core_state(rec["status"])
-        if state not in (State.FAILED, State.CANCELLED):
+        plan = retry_plan(rec["status"])
+        if plan is None:
             raise MCPAQLError(
                 "VALIDATION_INVALID_VALUE",
                 f"Execution '{execution_id}' is {rec['status']}; only failed or cancelled executions can be retried",
@@ -353,7 +368,7 @@ class Jobs:
         self._session_hook(ctx.session)
         run = _Run(old.operation, dict(old.kwargs), ctx.session, ctx.progress_sink)
         attempt = int(rec.get("attempt") or 1) + 1
-        if state is State.FAILED:  # the table's failed → running, same id
+        if plan == "same":  # the table's failed → running, same id
             changes = {"session_id": ctx.session.id, "attempt": attempt, "error": None, "result": None,
                        "finished_at": None, "progress": {"percentage": 0}}
             return await self._launch(execution_id, run, Event.RETRY, ctx, changes)
@@ -390,7 +405,7 @@ class Jobs:
         actions = []
         if "cancel" in events:
             actions.append("cancel_execution")
-        if core_state(rec["status"]) in (State.FAILED, State.CANCELLED):
+        if retry_plan(rec["status"]) is not None:
             actions.append("retry_execution")
         out["actions"] = actions
         return out
@@ -459,25 +474,18 @@ TYPES = (
 )
 
 
-def install_jobs(adapter: Any, store: Store | str | None = None, *, owner_ttl: float = OWNER_TTL) -> Jobs:
+def install_jobs(adapter: Any, store: Store | str | None = None, *, owner_ttl: float = OWNER_TTL,
+                 clock: Callable[[], float] = time.time) -> Jobs:
     """Run the adapter's ``background=True`` EXECUTE operations as background executions and add
-    ``get_execution_state`` / ``cancel_execution`` / ``retry_execution``. ``store`` is a Store, a
-    store URL, or None (the default SQLite file, as :class:`SafetyConfig`); share ``safety.store``
-    when safety is installed too. Operations marked after this call are wrapped as they are added.
-    ``owner_ttl``: seconds without a heartbeat after which another process may declare this one's
-    in-progress executions lost (see the module doc)."""
-    specs = getattr(adapter, "_specs", None)
-    if not isinstance(specs, list) or not hasattr(adapter, "add"):
+    ``get_execution_state`` / ``cancel_execution`` / ``retry_execution`` (a thin helper over
+    ``adapter.use(jobs.extension())``). ``store`` is a Store, a store URL, or None (the default
+    SQLite file, as :class:`SafetyConfig`); share ``safety.store`` when safety is installed too.
+    Operations marked after this call are wrapped too (the rewrite runs when an engine is built).
+    ``owner_ttl``: seconds without a heartbeat after which another process may declare this
+    one's in-progress executions lost (see the module doc)."""
+    if not callable(getattr(adapter, "use", None)) or not isinstance(getattr(adapter, "name", None), str):
         raise TypeError("install_jobs needs an mcpaql Adapter")
     st = store if isinstance(store, Store) else open_store(store)
-    jobs = Jobs(st, adapter.name, owner_ttl=owner_ttl)
-    specs[:] = [jobs.wrap(s) if s.extensions.get("background") else s for s in specs]
-    original_add = adapter.add
-
-    def add(spec: OperationSpec) -> OperationSpec:
-        return original_add(jobs.wrap(spec) if spec.extensions.get("background") is True else spec)
-
-    adapter.add = add
-    for spec in jobs.operations():
-        adapter.add(spec)
+    jobs = Jobs(st, adapter.name, owner_ttl=owner_ttl, clock=clock)
+    adapter.use(jobs.extension())
     return jobs

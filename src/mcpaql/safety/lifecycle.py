@@ -1,117 +1,53 @@
-"""The execution lifecycle as a table-driven state machine (CORE §8.4; REQ-EXEC-*).
+"""Execution records in the store, changed only through the lifecycle table.
 
-Theory of operation (in the manner of h11's ``_state.py``): an execution is always in exactly
-one *core state*; every rule of the machine is in the two tables below and nowhere else.
-
-    pending ──start──▶ running ──complete──▶ completed
-       │                  │  └───fail─────▶ failed ──retry──▶ running
-       └──cancel──▶ cancelled ◀──cancel──┘
-
-``TRANSITIONS`` maps (state, event) to the next state; anything missing is illegal, so
-terminal states (``completed``, ``failed``, ``cancelled``) have no way out except the optional
-``failed → running`` retry, and ``cancel`` is legal from every non-terminal state
-(REQ-EXEC-010). Adapters may have their own states (``queued``, ``paused``, ``retrying``…);
-``ADAPTER_STATES`` maps each onto the core state it behaves as (REQ-EXEC-009), and an adapter
-state is only ever *reported* — transitions are decided on the core state it maps to.
-
-:func:`apply` is the only function that changes a state; :class:`Executions` persists records
-in the store and applies events with compare-and-set, so two processes racing to finish the
-same execution cannot both succeed.
+The machine itself — states, events, transitions, adapter states, retry rules — is
+:mod:`mcpaql.protocol.lifecycle` (sans-IO, re-exported here); this module persists records and
+applies events with compare-and-set, so two processes racing to finish the same execution
+cannot both succeed.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from enum import StrEnum
+from collections.abc import Callable
 from typing import Any
 
 from ..protocol.errors import MCPAQLError
+from ..protocol.lifecycle import (
+    ADAPTER_STATES,
+    RETRY_AS_NEW,
+    TERMINAL,
+    TRANSITIONS,
+    Event,
+    State,
+    allowed_events,
+    apply,
+    core_state,
+    lifecycle_info,
+    retry_plan,
+)
 from ..store.base import NS_EXECUTION, Store
 from .audit import iso
 
+__all__ = ["ADAPTER_STATES", "LIFECYCLE_INFO", "RETRY_AS_NEW", "TERMINAL", "TRANSITIONS", "Event", "Executions",
+           "State", "allowed_events", "apply", "core_state", "lifecycle_info", "retry_plan"]
 
-class State(StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-class Event(StrEnum):
-    START = "start"
-    COMPLETE = "complete"
-    FAIL = "fail"
-    CANCEL = "cancel"
-    RETRY = "retry"
-
-
-TRANSITIONS: dict[tuple[State, Event], State] = {
-    (State.PENDING, Event.START): State.RUNNING,
-    (State.PENDING, Event.CANCEL): State.CANCELLED,
-    (State.RUNNING, Event.COMPLETE): State.COMPLETED,
-    (State.RUNNING, Event.FAIL): State.FAILED,
-    (State.RUNNING, Event.CANCEL): State.CANCELLED,
-    (State.FAILED, Event.RETRY): State.RUNNING,
-}
-
-TERMINAL: frozenset[State] = frozenset({State.COMPLETED, State.FAILED, State.CANCELLED})
-
-# Adapter-specific states and the core state each behaves as (CORE §8.4.4).
-ADAPTER_STATES: dict[str, State] = {
-    "queued": State.PENDING,
-    "scheduled": State.PENDING,
-    "paused": State.RUNNING,
-    "retrying": State.RUNNING,
-    "awaiting_approval": State.RUNNING,
-    "succeeded": State.COMPLETED,
-    "errored": State.FAILED,
-    "aborted": State.CANCELLED,
-}
-
-LIFECYCLE_INFO: dict[str, Any] = {
-    "states": [s.value for s in State],  # a paused agent's execution stays "running" (loop.py)
-    "supports_cancel": True,
-    "supports_retry": False,
-    "progress_reporting": False,
-}
-
-
-def core_state(state: str) -> State:
-    """The core state for a core or adapter state name; unknown names are rejected."""
-    try:
-        return State(state)
-    except ValueError:
-        pass
-    if state in ADAPTER_STATES:
-        return ADAPTER_STATES[state]
-    raise ValueError(f"unknown execution state {state!r}")
-
-
-def apply(state: str, event: Event | str) -> State:
-    """The next core state, or ``ValueError`` if ``event`` is illegal in ``state``."""
-    current = core_state(state)
-    nxt = TRANSITIONS.get((current, Event(event)))
-    if nxt is None:
-        raise ValueError(f"cannot {Event(event).value} an execution that is {current.value}")
-    return nxt
-
-
-def allowed_events(state: str) -> list[Event]:
-    current = core_state(state)
-    return [e for (s, e) in TRANSITIONS if s is current]
+# The safety loop's monitored executions: abort_execution cancels them; there is no retry
+# operation (an agent starts a new execution) and progress is reported as steps, not percentages.
+LIFECYCLE_INFO: dict[str, Any] = lifecycle_info(cancel=True, retry=False, progress=False)
 
 
 class Executions:
     """Execution records in the store; every change goes through :func:`apply`."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, clock: Callable[[], float] = time.time) -> None:
         self.store = store
+        self.clock = clock  # wall-clock seconds; injectable for tests
 
     async def create(self, agent: str, session_id: str, **extra: Any) -> dict[str, Any]:
         eid = "exec_" + secrets.token_hex(12)
-        now = time.time()
+        now = self.clock()
         rec = {"execution_id": eid, "element_name": agent, "session_id": session_id, "status": State.PENDING.value,
                "created_at": iso(now), "steps": 0, **extra}
         await self.store.put(NS_EXECUTION, eid, rec)
@@ -135,7 +71,7 @@ class Executions:
                     {"param_name": "execution_id", "constraint": "lifecycle", "status": rec["status"],
                      "allowed_events": [ev.value for ev in allowed_events(rec["status"])]},
                 ) from None
-            now = iso(time.time())
+            now = iso(self.clock())
             stamp: dict[str, Any] = {"status": nxt.value}
             if nxt is State.RUNNING and "started_at" not in rec:
                 stamp["started_at"] = now

@@ -6,6 +6,8 @@ request field (:mod:`.identity`); ``element_name`` names the element being execu
 execution a call concerns), it cannot select or escape the identity a block or pause applies
 to. All of it lives in the store so it is shared by every process using it:
 
+The pause/block rules are the table in :mod:`.holds`; this module follows it.
+
 * **block** (``stopped: true``; deny pattern or ``danger_zone`` tier) — persists across
   restarts; the gatekeeper (:meth:`SafetyLoop.guard`) refuses every operation of that
   identity except ``introspect``, ``record_execution_step`` and the two code submissions,
@@ -43,6 +45,7 @@ from ..protocol.operations import OperationSpec, ParamSpec, TypeRef, TypeSpec
 from ..store.base import NS_BLOCK, NS_MARK, NS_NOTIFY, NS_PAUSE, Store
 from .audit import Auditor, now_iso
 from .autonomy import AutonomyConfig, Verdict, evaluate
+from .holds import HOLDS, pause_record, rule_of
 from .identity import DEFAULT_AGENT_ID, identity_of, token_session
 from .lifecycle import LIFECYCLE_INFO, Event, Executions
 from .verification import Challenges
@@ -70,7 +73,7 @@ def _blocked_error(block: dict[str, Any]) -> MCPAQLError:
 
 
 def _paused_error(pause: dict[str, Any]) -> MCPAQLError:
-    what = "verify_challenge" if pause.get("kind") == "verify" else "confirm_operation"
+    what = rule_of(pause).cleared_by
     return MCPAQLError(
         "PERMISSION_DENIED",
         f"Permission denied: 'this agent is paused until a human completes {what}'",
@@ -137,7 +140,7 @@ class SafetyLoop:
         cid = block.get("challenge_id")
         if cid and await self.challenges.get(cid) is not None:
             return block
-        ch = await self.challenges.create(agent, "danger_zone", action=block.get("action", ""),
+        ch = await self.challenges.create(agent, HOLDS["block"].challenge, action=block.get("action", ""),
                                           reason=block.get("reason", ""), element_name=block.get("element_name"))
         return await self.store.cas(NS_BLOCK, agent, {"challenge_id": cid}, {"challenge_id": ch["id"]}) or (
             await self.block_of(agent) or block)
@@ -147,7 +150,7 @@ class SafetyLoop:
             pause = await self.store.get(NS_PAUSE, agent)
         if pause is None:
             return None
-        if pause.get("kind") == "verify":
+        if rule_of(pause).volatile:
             stale = pause.get("boot") != self.boot
             expired = pause.get("expires_at", 0) < time.time()
             if stale or expired:  # verify pauses lift on expiry and do not survive restarts
@@ -160,7 +163,7 @@ class SafetyLoop:
         cid = pause.get("challenge_id")
         if cid and await self.challenges.get(cid) is not None:
             return pause
-        kind = "verify" if pause.get("kind") == "verify" else "confirm"
+        kind = rule_of(pause).challenge
         ch = await self.challenges.create(agent, kind, action=pause.get("action") or "", reason=pause.get("reason") or "",
                                           execution_id=pause.get("execution_id"), element_name=pause.get("element_name"))
         changes = {"challenge_id": ch["id"], "expires_at": ch["expires_at"]}
@@ -291,7 +294,7 @@ class SafetyLoop:
         pause = await self._pause_of(agent, pause) if enforcing and pause is not None else None
         if pause is not None:
             pause = await self._ensure_pause_challenge(agent, pause)
-            what = "verify_challenge" if pause.get("kind") == "verify" else "confirm_operation"
+            what = rule_of(pause).cleared_by
             return {
                 "continue": False,
                 "reason": f"Paused pending {what} for challenge {pause.get('challenge_id')}: {pause.get('reason')}",
@@ -351,14 +354,22 @@ class SafetyLoop:
             directive["stopped"] = True
             return []  # the danger_zone notification comes from the broadcast of live blocks
         kind = "verify" if v.trigger == "verify" else "confirm"
-        ch = await self.challenges.create(agent, kind, action=hint, reason=v.reason or "", execution_id=eid,
-                                          element_name=element)
-        pause = {"agent": agent, "element_name": element, "kind": kind, "challenge_id": ch["id"], "reason": v.reason,
-                 "trigger": v.trigger, "tier": v.tier, "action": hint[:500], "execution_id": eid,
-                 "expires_at": ch["expires_at"], "boot": self.boot}
-        await self.store.put(NS_PAUSE, agent, pause)
-        await self.audit("AGENT_PAUSED", agent=agent, execution_id=eid, challenge_id=ch["id"], trigger=v.trigger)
+        pause = await self._pause(agent, element, eid, kind, hint, v.reason or "", audit=True, reason=v.reason,
+                                  trigger=v.trigger, tier=v.tier, action=hint[:500])
         return [self._pause_note(pause)]
+
+    async def _pause(self, agent: str, element: str, eid: str, kind: str, challenge_action: str,
+                     challenge_reason: str, *, audit: bool, **fields: Any) -> dict[str, Any]:
+        """Hold ``agent`` paused (the ``clear → paused`` transition of :mod:`.holds`): a challenge
+        of the kind's type, then the pause record (``fields``: what the record says)."""
+        ch = await self.challenges.create(agent, HOLDS[kind].challenge, action=challenge_action,
+                                          reason=challenge_reason, execution_id=eid, element_name=element)
+        pause = pause_record(agent, element, kind, ch, eid, self.boot, **fields)
+        await self.store.put(NS_PAUSE, agent, pause)
+        if audit:
+            await self.audit("AGENT_PAUSED", agent=agent, execution_id=eid, challenge_id=ch["id"],
+                             trigger=fields.get("trigger"))
+        return pause
 
     async def complete_execution(self, element_name: str, execution_id: str | None, summary: str | None,
                                  ctx: Context) -> dict[str, Any]:
@@ -493,27 +504,17 @@ class SafetyLoop:
             if await self.store.get(NS_PAUSE, agent) is not None:
                 continue
             if level == "dangerous":
-                ch = await self.challenges.create(agent, "verify", action=action, reason=reason, execution_id=eid,
-                                                  element_name=element)
-                pause = {"agent": agent, "element_name": element, "kind": "verify", "challenge_id": ch["id"],
-                         "reason": reason,
-                         "trigger": "gatekeeper", "tier": "verify", "action": action, "operation": operation,
-                         "level": level, "execution_id": eid, "expires_at": ch["expires_at"], "boot": self.boot}
-                await self.store.put(NS_PAUSE, agent, pause)
-                await self.audit("AGENT_PAUSED", agent=agent, execution_id=eid, challenge_id=ch["id"], trigger="gatekeeper")
+                await self._pause(agent, element, eid, "verify", action, reason, audit=True, reason=reason,
+                                  trigger="gatekeeper", tier="verify", action=action, operation=operation, level=level)
                 continue
-            ch = await self.challenges.create(agent, "confirm", action=action, reason=reason, execution_id=eid,
-                                              element_name=element)
-            await self.store.put(NS_PAUSE, agent, {
-                "agent": agent, "element_name": element, "kind": "permission", "challenge_id": ch["id"], "operation": operation,
-                "level": level, "reason": reason, "trigger": "gatekeeper", "execution_id": eid,
-                "expires_at": ch["expires_at"], "boot": self.boot})
+            await self._pause(agent, element, eid, "permission", action, reason, audit=False, operation=operation,
+                              level=level, reason=reason, trigger="gatekeeper")
 
     async def _hard_block(self, agent: str, element: str, eid: str, reason: str, action: str, trigger: str) -> None:
         """danger_zone (CORE §8.8.1, §8.8.3): persisted; lifted only by verify_challenge or an admin.
         Keyed by identity: every element and execution of that identity is stopped."""
-        ch = await self.challenges.create(agent, "danger_zone", action=action, reason=reason, execution_id=eid,
-                                          element_name=element)
+        ch = await self.challenges.create(agent, HOLDS["block"].challenge, action=action, reason=reason,
+                                          execution_id=eid, element_name=element)
         await self.store.put(NS_BLOCK, agent, {"agent": agent, "element_name": element, "reason": reason,
                                                "action": action[:500], "challenge_id": ch["id"],
                                                "blocked_at": now_iso(), "execution_id": eid})
