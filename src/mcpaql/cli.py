@@ -721,7 +721,7 @@ def call(
             raise
         except Exception as e:
             log.fail(e)
-        return
+            return
     if as_json:
         print(json.dumps(result, ensure_ascii=False))
     else:

@@ -20,6 +20,7 @@ first refusal and returns the warnings.
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from typing import Any
 
@@ -72,6 +73,14 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+def sub(path: str, key: Any) -> str:
+    """``path.key``, or ``path["key"]`` when the key is not a plain name (any text can be a YAML key)."""
+    k = str(key)
+    if re.fullmatch(r"[A-Za-z_][\w-]*", k):
+        return f"{path}.{k}" if path else k
+    return f"{path}[{json.dumps(k[:40])}]"
+
+
 def _fmt(v: Any) -> str:
     s = v if isinstance(v, str) else repr(v)
     return s if len(s) <= 60 else s[:57] + "..."
@@ -95,7 +104,7 @@ class Checker:
 
     def unknown(self, block: dict[str, Any], known: set[str], path: str) -> None:
         for k in sorted(set(block) - known, key=str):
-            self.warn(f"{path}.{k}" if path else str(k), "unknown key, ignored")
+            self.warn(sub(path, k), "unknown key, ignored")
 
     def one_of(self, value: Any, allowed: tuple[str, ...], path: str) -> None:
         self.need(isinstance(value, str) and value in allowed, "SCHEMA_INVALID_TYPE", path,
@@ -165,7 +174,7 @@ def _check_auth(c: Checker, a: Any) -> None:
     c.supported(a["type"], AUTH_TYPES, "auth.type")
     for k, v in a.items():
         if k != "type":
-            c.type_(v, str, f"auth.{k}", "a string")
+            c.type_(v, str, sub("auth", k), "a string")
     kind = a["type"]
     if kind == "bearer" and not a.get("token_env"):
         # The schema's own example has none (its AuthConfig is open and names only header/prefix)
@@ -237,7 +246,7 @@ def _check_rate_limits(c: Checker, r: Any) -> None:
         for i, lim in enumerate(_list(c, q, "limits", "rate_limits.quotas.limits")):
             where = f"rate_limits.quotas.limits[{i}]"
             c.type_(lim, dict, where, "an object")
-            if lim.get("metric") not in METRICS:
+            if not (isinstance(lim.get("metric"), str) and lim["metric"] in METRICS):
                 c.warn(f"{where}.metric", f"'{_fmt(lim.get('metric'))}' is not enforced (enforced: {', '.join(METRICS)})")
                 continue
             for k in ("warn", "pause"):
@@ -262,7 +271,7 @@ def _check_operations(c: Checker, data: dict[str, Any]) -> None:
     seen: set[str] = set()
     protocol = data["target"]["protocol"]
     for group, items in ops.items():
-        c.one_of(group, CATEGORIES, f"operations.{group}")
+        c.one_of(group, CATEGORIES, sub("operations", group))
         c.type_(items, list, f"operations.{group}", "a list")
         for i, op in enumerate(items):
             where = f"operations.{group}[{i}]"
@@ -278,7 +287,7 @@ def _check_operations(c: Checker, data: dict[str, Any]) -> None:
             params = op.get("params") or {}
             for pname, pd in params.items():
                 c.need(isinstance(pname, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", pname) is not None,
-                       "SCHEMA_INVALID_NAME", f"{where}.params.{_fmt(pname)}", "must be a parameter name")
+                       "SCHEMA_INVALID_NAME", sub(f"{where}.params", pname), "must be a parameter name")
                 _check_param(c, pd, f"{where}.params.{pname}")
             c.type_(op["maps_to"], str, f"{where}.maps_to", "a string")
             m = HTTP_RE.match(op["maps_to"])

@@ -41,6 +41,7 @@ from ...protocol.dispatch import Engine
 from ...protocol.errors import MCPAQLError
 from ...protocol.operations import NO_DEFAULT, OperationSpec, ParamSpec, TypeRef
 from ...protocol.registry import Registry, SchemaError
+from ...safety.danger import CATEGORY_DEFAULT
 from ...safety.install import SafetyConfig
 from ...safety.ratelimit import METRICS
 from ..holder import EngineHolderBase
@@ -163,10 +164,11 @@ class AdapterSchema:
                                  default=pd.get("default", NO_DEFAULT)))
         return out
 
-    def _danger(self, op: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        """The operation's danger level and the extensions that carry it to the safety layer."""
+    def _danger(self, cat: Category, op: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+        """The operation's declared danger level (None: the category's default applies, DANGER §3.3 —
+        a DELETE is destructive, Part F #13) and the extensions that carry it to the safety layer."""
         block = op.get("danger")
-        danger = str(block["level"] if block else op.get("danger_level", "reversible"))
+        danger = str(block["level"]) if block else op.get("danger_level")
         ext: dict[str, Any] = {"maps_to": op["maps_to"], "requires_confirmation": bool(op.get("requires_confirmation"))}
         if block:
             ext["danger"] = dict(block)
@@ -174,8 +176,9 @@ class AdapterSchema:
 
     def _mcp_spec(self, cat: Category, op: dict[str, Any], tool: str, live: dict[str, Any] | None, call: CallFn
                   ) -> OperationSpec:
-        danger, ext = self._danger(op)
-        c = Classification(cat, "high", danger, ("adapter schema",), source="manual_override")
+        danger, ext = self._danger(cat, op)
+        c = Classification(cat, "high", danger or CATEGORY_DEFAULT[cat].label, ("adapter schema",),
+                           source="manual_override")
         base = live or {"name": tool, "description": op.get("description"), "inputSchema": {}}
         spec = spec_from_tool(base, call, name=str(op["name"]), classification=c,
                               field_selection=bool(op.get("supports_fields")))
@@ -231,7 +234,7 @@ class AdapterSchema:
                 data = resp.text
             return select(data, fields, name) if fields else data
 
-        danger, ext = self._danger(op)
+        danger, ext = self._danger(cat, op)
         return OperationSpec(
             name=name, category=cat, description=str(op.get("description") or name.replace("_", " ")), handler=handler,
             params=tuple(params), returns=TypeRef("Response", "object"), danger_level=danger,
@@ -403,7 +406,7 @@ def quota_rules(block: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     if q.get("enabled") is False:
         return []
     return [{k: lim[k] for k in ("metric", "warn", "pause", "hard_stop") if k in lim}
-            for lim in q.get("limits") or [] if lim.get("metric") in METRICS]
+            for lim in q.get("limits") or [] if isinstance(lim.get("metric"), str) and lim["metric"] in METRICS]
 
 
 def _gated(schema: AdapterSchema) -> bool:
