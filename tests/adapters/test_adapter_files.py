@@ -179,9 +179,11 @@ def test_unknown_keys_at_every_level_are_warnings() -> None:
     assert any(w.endswith(".x_op: unknown key, ignored") for w in warnings)
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 10**6) | st.floats(allow_nan=False) | st.text(max_size=12),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-                    max_leaves=6)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 10**6) | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=6,
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -219,18 +221,32 @@ def test_property_any_text_file_never_crashes(tmp_path_factory: pytest.TempPathF
 
 # ---- declared but unavailable: refused at start, one line naming the key and what is supported -------
 
-@pytest.mark.parametrize(("change", "line"), [
-    (lambda d: d["target"].update(transport="websocket"),
-     "target.transport: 'websocket' is not supported by mcpaql (supported: http, native"),
-    (lambda d: d["target"].update(protocol="graphql"),
-     "target.protocol: 'graphql' is not supported by mcpaql (supported: rest, custom"),
-    (lambda d: d["target"].update(serialization="xml"),
-     "target.serialization: 'xml' is not supported by mcpaql (supported: json, form)"),
-    (lambda d: d.update(auth={"type": "oauth2"}),
-     "auth.type: 'oauth2' is not supported by mcpaql (supported: none, api_key, bearer, basic)"),
-    (lambda d: d["target"].update(protocol="custom"),
-     "target.protocol: 'custom' cannot carry the HTTP mapping of operations.create[0] (use 'rest')"),
-])
+
+@pytest.mark.parametrize(
+    ("change", "line"),
+    [
+        (
+            lambda d: d["target"].update(transport="websocket"),
+            "target.transport: 'websocket' is not supported by mcpaql (supported: http, native",
+        ),
+        (
+            lambda d: d["target"].update(protocol="graphql"),
+            "target.protocol: 'graphql' is not supported by mcpaql (supported: rest, custom",
+        ),
+        (
+            lambda d: d["target"].update(serialization="xml"),
+            "target.serialization: 'xml' is not supported by mcpaql (supported: json, form)",
+        ),
+        (
+            lambda d: d.update(auth={"type": "oauth2"}),
+            "auth.type: 'oauth2' is not supported by mcpaql (supported: none, api_key, bearer, basic)",
+        ),
+        (
+            lambda d: d["target"].update(protocol="custom"),
+            "target.protocol: 'custom' cannot carry the HTTP mapping of operations.create[0] (use 'rest')",
+        ),
+    ],
+)
 def test_declared_but_unavailable_is_refused(change: Any, line: str, tmp_path: Path) -> None:
     data = copy.deepcopy(dict(LOADABLE)["examples/github-api-adapter.md"])
     change(data)
@@ -247,8 +263,9 @@ def test_declared_but_unavailable_is_refused(change: Any, line: str, tmp_path: P
 def _run_cli(args: list[str]) -> Any:
     import subprocess
 
-    return subprocess.run([sys.executable, "-m", "mcpaql.cli", *args], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "mcpaql.cli", *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
 
 
 # ---- the blocks applied, against a real HTTP API -------------------------------------------------------
@@ -265,10 +282,18 @@ def api() -> Any:
 
     async def anything(request: Request) -> JSONResponse:
         body = (await request.body()).decode()
-        SEEN.append({"method": request.method, "path": request.url.path, "query": dict(request.query_params),
-                     "headers": dict(request.headers), "body": body})
-        return JSONResponse([{"id": 1, "name": "a", "secret": "s", "nested": {"x": 1}},
-                             {"id": 2, "name": "b", "secret": "t", "nested": {"x": 2}}])
+        SEEN.append(
+            {
+                "method": request.method,
+                "path": request.url.path,
+                "query": dict(request.query_params),
+                "headers": dict(request.headers),
+                "body": body,
+            }
+        )
+        return JSONResponse(
+            [{"id": 1, "name": "a", "secret": "s", "nested": {"x": 1}}, {"id": 2, "name": "b", "secret": "t", "nested": {"x": 2}}]
+        )
 
     app = Starlette(routes=[Route("/{path:path}", anything, methods=["GET", "POST", "PUT", "PATCH", "DELETE"])])
     with serve_in_thread(app) as url:
@@ -276,9 +301,15 @@ def api() -> Any:
 
 
 def _file(tmp_path: Path, url: str, extra: dict[str, Any], ops: dict[str, Any]) -> Path:
-    data = {"name": "items-api", "type": "adapter", "version": "1.0.0", "description": "Items API used by the tests",
-            "target": {"base_url": url, "transport": "http", "protocol": "rest", "serialization": "json"},
-            "operations": ops, **extra}
+    data = {
+        "name": "items-api",
+        "type": "adapter",
+        "version": "1.0.0",
+        "description": "Items API used by the tests",
+        "target": {"base_url": url, "transport": "http", "protocol": "rest", "serialization": "json"},
+        "operations": ops,
+        **extra,
+    }
     p = tmp_path / "items-api-adapter.yaml"
     p.write_text(yaml.safe_dump(data))
     return p
@@ -290,18 +321,33 @@ MARKED = {"name": "ping", "maps_to": "POST /ping", "requires_confirmation": True
 
 @pytest.mark.anyio
 async def test_requires_confirmation_holds_without_trust_on_every_path(api: str, tmp_path: Path) -> None:
-    path = _file(tmp_path, api, {}, {"execute": [MARKED], "delete": [DELETE_OP],
-                                     "read": [{"name": "list_items", "maps_to": "GET /items"}]})
+    path = _file(
+        tmp_path, api, {}, {"execute": [MARKED], "delete": [DELETE_OP], "read": [{"name": "list_items", "maps_to": "GET /items"}]}
+    )
     SEEN.clear()
     async with serve_adapter(path) as rt:  # no safety settings, no --trust
         e, c = rt.engine, ctx()
-        for req in ({"operation": "ping"}, {"operation": "ping", "params": {"_confirmation": "forged"}},
-                    {"operation": "remove_item", "params": {"id": "1"}}):
+        for req in (
+            {"operation": "ping"},
+            {"operation": "ping", "params": {"_confirmation": "forged"}},
+            {"operation": "remove_item", "params": {"id": "1"}},
+        ):
             env = await e.execute(req, c)
-            assert env["success"] is False and env["error"]["code"] in ("CONFIRMATION_REQUIRED", "TOKEN_INVALID",
-                                                                        "TOKEN_NOT_FOUND"), env
-        env = await e.execute({"operations": [{"operation": "list_items"}, {"operation": "ping"},
-                                              {"operation": "remove_item", "params": {"id": "2"}}]}, c)
+            assert env["success"] is False and env["error"]["code"] in (
+                "CONFIRMATION_REQUIRED",
+                "TOKEN_INVALID",
+                "TOKEN_NOT_FOUND",
+            ), env
+        env = await e.execute(
+            {
+                "operations": [
+                    {"operation": "list_items"},
+                    {"operation": "ping"},
+                    {"operation": "remove_item", "params": {"id": "2"}},
+                ]
+            },
+            c,
+        )
         assert not any(s["path"] in ("/ping", "/items/2") for s in SEEN), SEEN
         # a token for one operation does not unlock another; the right one does, once
         env = await e.execute({"operation": "ping"}, c)
@@ -326,9 +372,12 @@ async def test_requires_confirmation_holds_with_trust_too(api: str, tmp_path: Pa
 
 @pytest.mark.anyio
 async def test_danger_block_and_trust_block_apply(api: str, tmp_path: Path) -> None:
-    op = {"name": "purge_item", "maps_to": "POST /purge/{id}", "params": {"id": {"type": "string", "required": True}},
-          "danger": {"level": "dangerous", "reasons": ["Cannot be undone"],
-                     "confirmation_message": "Purge item '{id}'?"}}
+    op = {
+        "name": "purge_item",
+        "maps_to": "POST /purge/{id}",
+        "params": {"id": {"type": "string", "required": True}},
+        "danger": {"level": "dangerous", "reasons": ["Cannot be undone"], "confirmation_message": "Purge item '{id}'?"},
+    }
     path = _file(tmp_path, api, {}, {"execute": [op]})
     async with serve_adapter(path) as rt:
         env = await rt.engine.execute({"operation": "purge_item", "params": {"id": "7"}}, ctx())
@@ -344,10 +393,23 @@ async def test_danger_block_and_trust_block_apply(api: str, tmp_path: Path) -> N
 
 @pytest.mark.anyio
 async def test_pagination_and_fields_apply(api: str, tmp_path: Path) -> None:
-    ops = {"read": [{"name": "list_items", "maps_to": "GET /items", "supports_fields": True,
-                     "default_fields": ["id", "name"],
-                     "pagination": {"style": "page", "param_name": "page", "per_page_param": "per_page",
-                                    "default_limit": 25, "max_limit": 50}}]}
+    ops = {
+        "read": [
+            {
+                "name": "list_items",
+                "maps_to": "GET /items",
+                "supports_fields": True,
+                "default_fields": ["id", "name"],
+                "pagination": {
+                    "style": "page",
+                    "param_name": "page",
+                    "per_page_param": "per_page",
+                    "default_limit": 25,
+                    "max_limit": 50,
+                },
+            }
+        ]
+    }
     path = _file(tmp_path, api, {}, ops)
     SEEN.clear()
     async with serve_adapter(path) as rt:
@@ -355,8 +417,7 @@ async def test_pagination_and_fields_apply(api: str, tmp_path: Path) -> None:
         env = await e.execute({"operation": "list_items"}, ctx())
         assert env["data"] == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
         assert SEEN[-1]["query"] == {"per_page": "25"}
-        env = await e.execute({"operation": "list_items", "params": {"page": 2, "per_page": 50, "fields": ["secret"]}},
-                              ctx())
+        env = await e.execute({"operation": "list_items", "params": {"page": 2, "per_page": 50, "fields": ["secret"]}}, ctx())
         assert env["data"] == [{"secret": "s"}, {"secret": "t"}] and SEEN[-1]["query"] == {"page": "2", "per_page": "50"}
         env = await e.execute({"operation": "list_items", "params": {"per_page": 51}}, ctx())
         assert env["error"]["code"] == "VALIDATION_INVALID_VALUE"
@@ -366,8 +427,12 @@ async def test_pagination_and_fields_apply(api: str, tmp_path: Path) -> None:
 async def test_basic_auth_and_form_serialization(api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ITEMS_USER", "alice")
     monkeypatch.setenv("ITEMS_PASS", "s3cret")
-    path = _file(tmp_path, api, {"auth": {"type": "basic", "username_env": "ITEMS_USER", "password_env": "ITEMS_PASS"}},
-                 {"create": [{"name": "add_item", "maps_to": "POST /items", "params": {"title": {"type": "string"}}}]})
+    path = _file(
+        tmp_path,
+        api,
+        {"auth": {"type": "basic", "username_env": "ITEMS_USER", "password_env": "ITEMS_PASS"}},
+        {"create": [{"name": "add_item", "maps_to": "POST /items", "params": {"title": {"type": "string"}}}]},
+    )
     data = yaml.safe_load(path.read_text())
     data["target"]["serialization"] = "form"
     path.write_text(yaml.safe_dump(data))
@@ -381,8 +446,10 @@ async def test_basic_auth_and_form_serialization(api: str, tmp_path: Path, monke
 
 @pytest.mark.anyio
 async def test_rate_limiting_document_blocks_apply(api: str, tmp_path: Path) -> None:
-    rl = {"api_limits": [{"scope": "endpoint", "endpoint": "POST /search", "limit": 2, "window": "minute"}],
-          "concurrent_requests": 1}
+    rl = {
+        "api_limits": [{"scope": "endpoint", "endpoint": "POST /search", "limit": 2, "window": "minute"}],
+        "concurrent_requests": 1,
+    }
     ops = {"read": [{"name": "search_items", "maps_to": "POST /search"}, {"name": "list_items", "maps_to": "GET /items"}]}
     path = _file(tmp_path, api, {"rate_limits": rl}, ops)
     async with serve_adapter(path) as rt:
@@ -403,8 +470,7 @@ async def test_rate_limiting_document_blocks_apply(api: str, tmp_path: Path) -> 
 
 @pytest.mark.anyio
 async def test_adapter_info_shows_the_file(api: str, tmp_path: Path) -> None:
-    extra = {"author": "me", "tags": ["a"], "trust": {"level": "community", "verified_by": "ops",
-                                                      "verified_at": "2026-01-02"}}
+    extra = {"author": "me", "tags": ["a"], "trust": {"level": "community", "verified_by": "ops", "verified_at": "2026-01-02"}}
     path = _file(tmp_path, api, extra, {"read": [{"name": "list_items", "maps_to": "GET /items"}]})
     async with serve_adapter(path) as rt:
         env = await rt.engine.execute({"operation": "introspect", "params": {"query": "adapter_info"}}, ctx())
@@ -416,13 +482,39 @@ async def test_adapter_info_shows_the_file(api: str, tmp_path: Path) -> None:
 
 # ---- a server that fails to start ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("command", [["introspect"], ["call", "--operation", "list_items"], ["conformance"]])
 def test_client_commands_report_the_server_own_last_error_line(command: list[str], tmp_path: Path) -> None:
     bad = tmp_path / "bad_server.py"
-    bad.write_text("import sys\nprint('starting', file=sys.stderr)\n"
-                   "print('fatal: cannot open database /nope/x.db', file=sys.stderr)\nsys.exit(1)\n")
+    bad.write_text(
+        "import sys\nprint('starting', file=sys.stderr)\n"
+        "print('fatal: cannot open database /nope/x.db', file=sys.stderr)\nsys.exit(1)\n"
+    )
     proc = _run_cli([*command, "--", sys.executable, str(bad)])
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert "error: the server failed to start: fatal: cannot open database /nope/x.db" in proc.stderr
     assert "TaskGroup" not in proc.stderr + proc.stdout and "Traceback" not in proc.stderr
 
+
+@pytest.mark.parametrize("extra", [[], ["--mode", "single"]], ids=["semantic", "single"])
+def test_requires_confirmation_over_the_wire_without_trust(api: str, tmp_path: Path, extra: list[str]) -> None:
+    """Through a real stdio server and the CLI client: the marked operation never reaches the API,
+    whichever endpoint or batch carries it."""
+    path = _file(tmp_path, api, {}, {"execute": [MARKED], "read": [{"name": "list_items", "maps_to": "GET /items"}]})
+    server = [sys.executable, "-m", "mcpaql.cli", "serve", *extra, str(path)]
+    SEEN.clear()
+    attempts = [
+        ["-o", "ping"],
+        ["-o", "ping", "-p", '{"_confirmation": "conf_forged"}'],
+        ["-o", "ping", "--endpoint", "read"] if not extra else ["-o", "ping", "--endpoint", "items_api_mcpaql"],
+    ]
+    codes = []
+    for args in attempts:
+        r = _run_cli(["call", "--json", *args, "--", *server])
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+        env = json.loads(r.stdout)
+        assert env["success"] is False
+        codes.append(env["error"]["code"])
+    assert codes[0] == "CONFIRMATION_REQUIRED" and codes[1] == "TOKEN_INVALID"
+    assert codes[2] == ("VALIDATION_ENDPOINT_MISMATCH" if not extra else "CONFIRMATION_REQUIRED")
+    assert not any(s["path"] == "/ping" for s in SEEN), SEEN
