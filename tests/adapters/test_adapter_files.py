@@ -21,9 +21,12 @@ from hypothesis import strategies as st
 from aql_support import serve_in_thread
 from mcpaql.adapters.schema import load_adapter_schema, serve_adapter
 from mcpaql.adapters.schema.check import check_adapter_schema
-from mcpaql.adapters.schema.load import AdapterSchema, parse_adapter_file
+from mcpaql.adapters.schema.load import AdapterSchema, parse_adapter_file, safety_settings
 from mcpaql.protocol.context import Context, Session
+from mcpaql.protocol.dispatch import Engine
 from mcpaql.protocol.registry import SchemaError
+from mcpaql.safety.gatekeeper import PolicyRule
+from mcpaql.safety.ratelimit import Quota, RateRule
 
 DATA = Path(__file__).parent / "data" / "adapter_files"
 FILES = sorted(p for p in DATA.glob("*/*-adapter.*"))
@@ -132,8 +135,13 @@ def outcome_of(data: Any) -> str:
     assert all(isinstance(w, str) for w in warnings)
     s = AdapterSchema(data)
     s.info(None)
+    cfg = safety_settings(s, None)  # the file's own trust, danger and rate-limit blocks as safety settings
+    if cfg is not None:
+        [RateRule.parse(r) for r in cfg.rate_limits]
+        [Quota.parse(q) for q in cfg.quotas]
+        [PolicyRule.parse(p) for p in cfg.policies]
     try:
-        s.registry(mcp_call=_never_called)
+        Engine(s.registry(mcp_call=_never_called))
     except SchemaError as e:  # e.g. an MCP mapping with no upstream
         assert FIELD_PATH.match(e.message) or e.message.startswith("operation '")
     return "loads"

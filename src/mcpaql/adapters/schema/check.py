@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 import re
 from typing import Any
 
@@ -34,8 +35,20 @@ URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$")
 REQUIRED_TOP = ("name", "type", "version", "description", "target", "operations")
 METADATA_KEYS = ("author", "tags", "triggers", "created", "modified")  # ELEM §2.1 "optional metadata"
 TOP_KEYS = {*REQUIRED_TOP, "auth", "trust", "rate_limits", *METADATA_KEYS}
-OP_KEYS = {"name", "maps_to", "description", "params", "response", "pagination", "supports_fields", "danger_level",
-           "requires_confirmation", "non_idempotent", "danger", "default_fields"}
+OP_KEYS = {
+    "name",
+    "maps_to",
+    "description",
+    "params",
+    "response",
+    "pagination",
+    "supports_fields",
+    "danger_level",
+    "requires_confirmation",
+    "non_idempotent",
+    "danger",
+    "default_fields",
+}
 PARAM_KEYS = {"type", "required", "description", "default", "enum", "minimum", "maximum", "pattern", "format"}
 CATEGORIES = ("create", "read", "update", "delete", "execute")
 PARAM_TYPES = ("string", "integer", "number", "boolean", "array", "object")
@@ -52,16 +65,35 @@ AUTH_TYPES = {"all": ("none", "api_key", "bearer", "basic", "oauth2"), "supporte
 # Trust vocabularies (Part F #11): adapter-schema's, TRUST §2.1's and ELEM §10.1's, each mapped to
 # TRUST's (the one the gating matrix and the error codes use).
 TRUST_LEVELS = {
-    "untested": "untested", "generated": "generated", "validated": "validated",
-    "community_reviewed": "community_reviewed", "certified": "certified",
-    "untrusted": "untested", "low": "generated", "medium": "validated", "high": "community_reviewed",
-    "verified": "certified", "community": "community_reviewed", "official": "certified",
+    "untested": "untested",
+    "generated": "generated",
+    "validated": "validated",
+    "community_reviewed": "community_reviewed",
+    "certified": "certified",
+    "untrusted": "untested",
+    "low": "generated",
+    "medium": "validated",
+    "high": "community_reviewed",
+    "verified": "certified",
+    "community": "community_reviewed",
+    "official": "certified",
 }
-TRUST_KEYS = {"level", "verified_by", "verification_date", "verified_at", "generated_at", "generated_by",
-              "validated_at", "validated_by", "validation_report", "promoted_from", "promotion_history", "certification"}
+TRUST_KEYS = {
+    "level",
+    "verified_by",
+    "verification_date",
+    "verified_at",
+    "generated_at",
+    "generated_by",
+    "validated_at",
+    "validated_by",
+    "validation_report",
+    "promoted_from",
+    "promotion_history",
+    "certification",
+}
 DANGER_KEYS = {"level", "reasons", "confirmation_message", "cooldown_seconds", "requires_reauth", "audit_context"}
-RATE_KEYS = {"requests_per_minute": "minute", "requests_per_hour": "hour", "requests_per_day": "day",
-             "burst_limit": "second"}
+RATE_KEYS = {"requests_per_minute": "minute", "requests_per_hour": "hour", "requests_per_day": "day", "burst_limit": "second"}
 RATE_DOC_KEYS = {"concurrent_requests", "api_limits", "quotas", "cost"}
 
 
@@ -70,7 +102,7 @@ def _is_int(v: Any, minimum: int = 1) -> bool:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def sub(path: str, key: Any) -> str:
@@ -107,16 +139,19 @@ class Checker:
             self.warn(sub(path, k), "unknown key, ignored")
 
     def one_of(self, value: Any, allowed: tuple[str, ...], path: str) -> None:
-        self.need(isinstance(value, str) and value in allowed, "SCHEMA_INVALID_TYPE", path,
-                  f"'{_fmt(value)}' is not one of {', '.join(allowed)}")
+        self.need(
+            isinstance(value, str) and value in allowed,
+            "SCHEMA_INVALID_TYPE",
+            path,
+            f"'{_fmt(value)}' is not one of {', '.join(allowed)}",
+        )
 
     def supported(self, value: Any, table: dict[str, tuple[str, ...]], path: str, extra: str = "") -> None:
         """Refuse what no document defines as well as what is defined but not implemented."""
         ok = isinstance(value, str) and value in table["supported"]
         known = isinstance(value, str) and value in table["all"]
         why = "is not supported by mcpaql" if known else "is not a known value"
-        self.need(ok, "SCHEMA_INVALID_TYPE", path,
-                  f"'{_fmt(value)}' {why} (supported: {', '.join(table['supported'])}{extra})")
+        self.need(ok, "SCHEMA_INVALID_TYPE", path, f"'{_fmt(value)}' {why} (supported: {', '.join(table['supported'])}{extra})")
 
 
 def check_adapter_schema(data: dict[str, Any]) -> list[str]:
@@ -125,13 +160,22 @@ def check_adapter_schema(data: dict[str, Any]) -> list[str]:
     for k in REQUIRED_TOP:
         c.need(k in data, "SCHEMA_MISSING_FIELD", k, "is required")
     c.unknown(data, TOP_KEYS, "")
-    c.need(isinstance(data["name"], str) and re.fullmatch(r"[a-z][a-z0-9-]*[a-z0-9]", data["name"]) is not None
-           and len(data["name"]) <= 64, "SCHEMA_INVALID_NAME", "name",
-           "must match ^[a-z][a-z0-9-]*[a-z0-9]$ (2-64 characters)")
+    c.need(
+        isinstance(data["name"], str)
+        and re.fullmatch(r"[a-z][a-z0-9-]*[a-z0-9]", data["name"]) is not None
+        and len(data["name"]) <= 64,
+        "SCHEMA_INVALID_NAME",
+        "name",
+        "must match ^[a-z][a-z0-9-]*[a-z0-9]$ (2-64 characters)",
+    )
     c.type_(data["description"], str, "description", "a string")
     c.need(data["type"] == "adapter", "SCHEMA_INVALID_TYPE", "type", "must be 'adapter'")
-    c.need(isinstance(data["version"], str) and re.fullmatch(r"\d+\.\d+\.\d+(-[a-z0-9.]+)?", data["version"]) is not None,
-           "SCHEMA_INVALID_TYPE", "version", "must be SemVer, e.g. '1.0.0'")
+    c.need(
+        isinstance(data["version"], str) and re.fullmatch(r"\d+\.\d+\.\d+(-[a-z0-9.]+)?", data["version"]) is not None,
+        "SCHEMA_INVALID_TYPE",
+        "version",
+        "must be SemVer, e.g. '1.0.0'",
+    )
     _check_metadata(c, data)
     _check_target(c, data["target"])
     _check_auth(c, data.get("auth"))
@@ -146,12 +190,20 @@ def _check_metadata(c: Checker, data: dict[str, Any]) -> None:
         c.type_(data["author"], str, "author", "a string")
     for k in ("tags", "triggers"):
         if k in data:
-            c.need(isinstance(data[k], list) and all(isinstance(v, str) for v in data[k]), "SCHEMA_INVALID_TYPE", k,
-                   "must be a list of strings")
+            c.need(
+                isinstance(data[k], list) and all(isinstance(v, str) for v in data[k]),
+                "SCHEMA_INVALID_TYPE",
+                k,
+                "must be a list of strings",
+            )
     for k in ("created", "modified"):
         if k in data:  # YAML reads an unquoted timestamp as a datetime: accept it as written
-            c.need(isinstance(data[k], str) or hasattr(data[k], "isoformat"), "SCHEMA_INVALID_TYPE", k,
-                   "must be an ISO 8601 timestamp")
+            c.need(
+                isinstance(data[k], str) or hasattr(data[k], "isoformat"),
+                "SCHEMA_INVALID_TYPE",
+                k,
+                "must be an ISO 8601 timestamp",
+            )
 
 
 def _check_target(c: Checker, t: Any) -> None:
@@ -159,8 +211,12 @@ def _check_target(c: Checker, t: Any) -> None:
     for k in ("base_url", "transport", "protocol", "serialization"):
         c.need(k in t, "SCHEMA_MISSING_FIELD", f"target.{k}", "is required")
     c.unknown(t, {"base_url", "transport", "protocol", "serialization"}, "target")
-    c.need(isinstance(t["base_url"], str) and URI_RE.match(t["base_url"]) is not None, "SCHEMA_INVALID_TYPE",
-           "target.base_url", "must be a URI, e.g. 'https://api.example.com/v1'")
+    c.need(
+        isinstance(t["base_url"], str) and URI_RE.match(t["base_url"]) is not None,
+        "SCHEMA_INVALID_TYPE",
+        "target.base_url",
+        "must be a URI, e.g. 'https://api.example.com/v1'",
+    )
     c.supported(t["transport"], TRANSPORTS, "target.transport", "; native only with a stdio: MCP upstream")
     c.supported(t["protocol"], PROTOCOLS, "target.protocol", "; custom only for MCP upstreams")
     c.supported(t["serialization"], SERIALIZATIONS, "target.serialization")
@@ -180,14 +236,22 @@ def _check_auth(c: Checker, a: Any) -> None:
         # The schema's own example has none (its AuthConfig is open and names only header/prefix)
         c.warn("auth.token_env", "not set: no bearer token is sent (name the environment variable holding it)")
     if kind == "api_key":
-        c.need(bool(a.get("key_env") or a.get("token_env")), "SCHEMA_MISSING_FIELD", "auth.key_env",
-               "is required for api_key auth (the environment variable holding the key)")
+        c.need(
+            bool(a.get("key_env") or a.get("token_env")),
+            "SCHEMA_MISSING_FIELD",
+            "auth.key_env",
+            "is required for api_key auth (the environment variable holding the key)",
+        )
         if not (a.get("header_name") or a.get("header")):
             c.warn("auth.header_name", "not set: the key is sent in 'X-API-Key'")
     if kind == "basic":
         for k in ("username_env", "password_env"):
-            c.need(bool(a.get(k)), "SCHEMA_MISSING_FIELD", f"auth.{k}",
-                   "is required for basic auth (the environment variable holding it)")
+            c.need(
+                bool(a.get(k)),
+                "SCHEMA_MISSING_FIELD",
+                f"auth.{k}",
+                "is required for basic auth (the environment variable holding it)",
+            )
 
 
 def trust_level(block: Any) -> str | None:
@@ -206,8 +270,12 @@ def _check_trust(c: Checker, t: Any) -> None:
     c.unknown(t, TRUST_KEYS, "trust")
     if "verification_date" in t:
         v = t["verification_date"]
-        c.need((isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", v) is not None) or hasattr(v, "isoformat"),
-               "SCHEMA_INVALID_TYPE", "trust.verification_date", "must be a date, e.g. '2026-01-31'")
+        c.need(
+            (isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", v) is not None) or hasattr(v, "isoformat"),
+            "SCHEMA_INVALID_TYPE",
+            "trust.verification_date",
+            "must be a date, e.g. '2026-01-31'",
+        )
     for k in ("verified_by", "generated_by", "validated_by"):
         if k in t:
             c.type_(t[k], str, f"trust.{k}", "a string")
@@ -238,8 +306,12 @@ def _check_rate_limits(c: Checker, r: Any) -> None:
         c.one_of(lim.get("window", "minute"), tuple(WINDOWS), f"{where}.window")
         c.one_of(lim.get("scope", "global"), ("global", "endpoint"), f"{where}.scope")
         if lim.get("scope") == "endpoint":
-            c.need(isinstance(lim.get("endpoint"), str), "SCHEMA_MISSING_FIELD", f"{where}.endpoint",
-                   "is required for an endpoint limit (e.g. 'POST /search')")
+            c.need(
+                isinstance(lim.get("endpoint"), str),
+                "SCHEMA_MISSING_FIELD",
+                f"{where}.endpoint",
+                "is required for an endpoint limit (e.g. 'POST /search')",
+            )
     if "quotas" in r:
         q = r["quotas"]
         c.type_(q, dict, "rate_limits.quotas", "an object")
@@ -286,22 +358,33 @@ def _check_operations(c: Checker, data: dict[str, Any]) -> None:
             _check_operation_values(c, op, where)
             params = op.get("params") or {}
             for pname, pd in params.items():
-                c.need(isinstance(pname, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", pname) is not None,
-                       "SCHEMA_INVALID_NAME", sub(f"{where}.params", pname), "must be a parameter name")
+                c.need(
+                    isinstance(pname, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]*", pname) is not None,
+                    "SCHEMA_INVALID_NAME",
+                    sub(f"{where}.params", pname),
+                    "must be a parameter name",
+                )
                 _check_param(c, pd, f"{where}.params.{pname}")
             c.type_(op["maps_to"], str, f"{where}.maps_to", "a string")
             m = HTTP_RE.match(op["maps_to"])
-            c.need(m is not None or MCP_RE.match(op["maps_to"]) is not None, "SCHEMA_INVALID_TYPE", f"{where}.maps_to",
-                   f"'{_fmt(op['maps_to'])}' is not a mapping mcpaql runs "
-                   "(supported: 'METHOD /path', 'MCP tools/call TOOL', 'tool:TOOL')")
+            c.need(
+                m is not None or MCP_RE.match(op["maps_to"]) is not None,
+                "SCHEMA_INVALID_TYPE",
+                f"{where}.maps_to",
+                f"'{_fmt(op['maps_to'])}' is not a mapping mcpaql runs "
+                "(supported: 'METHOD /path', 'MCP tools/call TOOL', 'tool:TOOL')",
+            )
             if m:
-                c.need(protocol == "rest", "SCHEMA_INVALID_TYPE", "target.protocol",
-                       f"'{protocol}' cannot carry the HTTP mapping of {where} (use 'rest')")
+                c.need(
+                    protocol == "rest",
+                    "SCHEMA_INVALID_TYPE",
+                    "target.protocol",
+                    f"'{protocol}' cannot carry the HTTP mapping of {where} (use 'rest')",
+                )
                 for ph in re.findall(r"{([^}]+)}", m.group(2)):
                     c.need(ph in params, "SCHEMA_UNRESOLVED_REF", f"{where}.maps_to", f"placeholder '{{{ph}}}' has no param")
             elif data["target"]["serialization"] != "json":
-                c.need(False, "SCHEMA_INVALID_TYPE", "target.serialization",
-                       "an MCP upstream speaks JSON-RPC: use 'json'")
+                c.need(False, "SCHEMA_INVALID_TYPE", "target.serialization", "an MCP upstream speaks JSON-RPC: use 'json'")
 
 
 def _check_operation_values(c: Checker, op: dict[str, Any], where: str) -> None:
@@ -317,18 +400,27 @@ def _check_operation_values(c: Checker, op: dict[str, Any], where: str) -> None:
     if "params" in op:
         c.type_(op["params"], dict, f"{where}.params", "an object")
     if "default_fields" in op:
-        c.need(isinstance(op["default_fields"], list) and bool(op["default_fields"])
-               and all(isinstance(f, str) and f for f in op["default_fields"]), "SCHEMA_INVALID_TYPE",
-               f"{where}.default_fields", "must be a non-empty list of field paths")
+        c.need(
+            isinstance(op["default_fields"], list)
+            and bool(op["default_fields"])
+            and all(isinstance(f, str) and f for f in op["default_fields"]),
+            "SCHEMA_INVALID_TYPE",
+            f"{where}.default_fields",
+            "must be a non-empty list of field paths",
+        )
     if "danger" in op:
         d = op["danger"]
         c.type_(d, dict, f"{where}.danger", "an object")
         c.need("level" in d, "SCHEMA_MISSING_FIELD", f"{where}.danger.level", "is required")
         c.one_of(d["level"], DANGER_LEVELS, f"{where}.danger.level")
         c.unknown(d, DANGER_KEYS, f"{where}.danger")
-        for k, check, what in (("reasons", _strings, "a list of strings"), ("audit_context", _strings, "a list of strings"),
-                               ("confirmation_message", _str, "a string"), ("requires_reauth", _bool, "true or false"),
-                               ("cooldown_seconds", _nonneg, "a number >= 0")):
+        for k, check, what in (
+            ("reasons", _strings, "a list of strings"),
+            ("audit_context", _strings, "a list of strings"),
+            ("confirmation_message", _str, "a string"),
+            ("requires_reauth", _bool, "true or false"),
+            ("cooldown_seconds", _nonneg, "a number >= 0"),
+        ):
             if k in d:
                 c.need(check(d[k]), "SCHEMA_INVALID_TYPE", f"{where}.danger.{k}", f"must be {what}")
         if "danger_level" in op and op["danger_level"] != d["level"]:
@@ -347,11 +439,19 @@ def _check_operation_values(c: Checker, op: dict[str, Any], where: str) -> None:
                 c.need(_is_int(pg[k]), "SCHEMA_INVALID_TYPE", f"{where}.pagination.{k}", "must be an integer >= 1")
         for k in ("param_name", "per_page_param"):
             if k in pg:
-                c.need(isinstance(pg[k], str) and NAME_RE.match(pg[k]) is not None, "SCHEMA_INVALID_TYPE",
-                       f"{where}.pagination.{k}", "must be a snake_case parameter name")
+                c.need(
+                    isinstance(pg[k], str) and NAME_RE.match(pg[k]) is not None,
+                    "SCHEMA_INVALID_TYPE",
+                    f"{where}.pagination.{k}",
+                    "must be a snake_case parameter name",
+                )
         if _is_int(pg.get("default_limit")) and _is_int(pg.get("max_limit")):
-            c.need(pg["default_limit"] <= pg["max_limit"], "SCHEMA_INVALID_TYPE", f"{where}.pagination.default_limit",
-                   "must not exceed max_limit")
+            c.need(
+                pg["default_limit"] <= pg["max_limit"],
+                "SCHEMA_INVALID_TYPE",
+                f"{where}.pagination.default_limit",
+                "must not exceed max_limit",
+            )
 
 
 def _strings(v: Any) -> bool:
@@ -378,9 +478,14 @@ def _check_param(c: Checker, pd: Any, where: str) -> None:
     if "required" in pd:
         c.type_(pd["required"], bool, f"{where}.required", "true or false")
     if "enum" in pd:  # ELEM §8.1 says any[], the schema string[]: any JSON scalar (lenient on input)
-        c.need(isinstance(pd["enum"], list) and bool(pd["enum"])
-               and all(isinstance(v, str | int | float | bool) or v is None for v in pd["enum"]),
-               "SCHEMA_INVALID_TYPE", f"{where}.enum", "must be a non-empty list of values")
+        c.need(
+            isinstance(pd["enum"], list)
+            and bool(pd["enum"])
+            and all(isinstance(v, str | int | float | bool) or v is None for v in pd["enum"]),
+            "SCHEMA_INVALID_TYPE",
+            f"{where}.enum",
+            "must be a non-empty list of values",
+        )
     for k in ("minimum", "maximum"):
         if k in pd:
             c.need(_is_number(pd[k]), "SCHEMA_INVALID_TYPE", f"{where}.{k}", "must be a number")
@@ -397,6 +502,9 @@ def _check_param(c: Checker, pd: Any, where: str) -> None:
 def endpoint_operations(data: dict[str, Any], endpoint: str) -> list[str]:
     """Operations whose ``maps_to`` matches an API endpoint of RATE's ``api_limits`` (a glob, e.g.
     ``POST /search`` or ``POST /premium/*``)."""
-    return [str(op["name"]) for items in data["operations"].values() for op in items
-            if fnmatch.fnmatchcase(str(op["maps_to"]), endpoint)]
-
+    return [
+        str(op["name"])
+        for items in data["operations"].values()
+        for op in items
+        if fnmatch.fnmatchcase(str(op["maps_to"]), endpoint)
+    ]
