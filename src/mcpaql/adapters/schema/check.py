@@ -325,6 +325,8 @@ def _check_rate_limits(c: Checker, r: Any) -> None:
                 c.need(_is_number(lim.get(k)), "SCHEMA_INVALID_TYPE", f"{where}.{k}", "must be a number")
             if lim.get("hard_stop") is not None:
                 c.need(_is_number(lim["hard_stop"]), "SCHEMA_INVALID_TYPE", f"{where}.hard_stop", "must be a number")
+            levels = [int(lim[k]) for k in ("warn", "pause", "hard_stop") if lim.get(k) is not None]
+            c.need(levels == sorted(levels), "SCHEMA_INVALID_TYPE", where, "must satisfy warn <= pause <= hard_stop")
     if "cost" in r:
         c.type_(r["cost"], dict, "rate_limits.cost", "an object")
         c.warn("rate_limits.cost", "cost estimation is not enforced (request-count limits and quotas are)")
