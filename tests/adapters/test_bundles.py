@@ -205,3 +205,21 @@ def test_property_mutated_bundles_never_crash_schema_build(tmp_path: Path, data:
         build_checked(p, None, tmp_path / "adapter.json")
     except BuildError as e:
         assert e.problems and all(": " in line and "\n" not in line for line in e.problems)
+
+
+def test_a_bundle_without_a_reachable_server_builds_with_a_warning(tmp_path: Path) -> None:
+    fixture = next(p for p in SURFACES if p.name.startswith("github-mcp-default"))
+    p = tmp_path / "bundle.json"
+    p.write_text(json.dumps(capture_fixture(fixture)))  # no capture record: server_url 'file:…'
+    _, _, warnings = build_checked(p, None, tmp_path / "gh-adapter.json")
+    assert any(w.startswith("target.base_url: 'file:") and "mcpaql serve" in w for w in warnings)
+    r = subprocess.run(
+        [sys.executable, "-m", "mcpaql.cli", "serve", str(tmp_path / "gh-adapter.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+    assert r.returncode == 2 and len(lines) == 1 and "target.base_url: 'file:" in lines[0], r.stderr
+    assert "Traceback" not in r.stderr

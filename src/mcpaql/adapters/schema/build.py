@@ -232,5 +232,10 @@ def build_checked(bundle_path: str | Path, overrides: str | Path | None, out: st
         warnings += check_adapter_schema(json.loads(json.dumps(schema)))
     except SchemaError as e:
         raise BuildError([f"built adapter schema: {e.message}"]) from None
+    url = str(schema["target"]["base_url"])
+    if not url.startswith(("http://", "https://", "stdio:")):
+        warnings.append(f"target.base_url: '{url[:60]}' says nothing about how to reach the server, so 'mcpaql serve' "
+                        "will refuse the file (capture the live server, or set base_url to its http(s):// URL or "
+                        "'stdio:COMMAND')")
     write_schema(schema, out)
     return schema, report, warnings
