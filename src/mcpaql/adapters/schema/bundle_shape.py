@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .check import sub
+
 Endpoint = Literal["CREATE", "READ", "UPDATE", "DELETE", "EXECUTE"]
 Danger = Literal["safe", "reversible", "destructive", "dangerous", "forbidden"]
 Inference = Literal["direct_source_metadata", "deterministic_normalization", "heuristic_classification",
@@ -157,7 +159,7 @@ def _path(loc: tuple[Any, ...]) -> str:
         elif str(part).startswith(("function-", "literal[", "constrained-")):
             continue  # pydantic's internal step names are not field paths
         else:
-            out += f".{part}" if out else str(part)
+            out = sub(out, part)
     return out or "(bundle)"
 
 
