@@ -562,15 +562,24 @@ class _ServerStderr:
 
     def fail(self, e: BaseException | None) -> None:
         line = self.last_line()
+        if sys.stderr is not self.file:  # the server's own output first, then our one-line verdict
+            sys.stderr.write(self.text())
+            sys.stderr.flush()
+            self.file.seek(0)
+            self.file.truncate()
         while isinstance(e, BaseExceptionGroup) and e.exceptions:
             e = e.exceptions[0]
         _fail(f"the server failed to start: {line}" if line else f"cannot talk to the server: {e}")
 
 
 @contextlib.contextmanager
-def _server_stderr() -> Iterator[_ServerStderr]:
+def _server_stderr(swap: bool = False) -> Iterator[_ServerStderr]:
+    """``log.file`` is what the server's stderr goes to (``errlog``); ``swap`` also points
+    ``sys.stderr`` at it, for runners that hand the SDK ``sys.stderr`` themselves."""
     log = _ServerStderr()
-    saved, sys.stderr = sys.stderr, log.file
+    saved = sys.stderr
+    if swap:
+        sys.stderr = log.file
     try:
         yield log
     finally:
@@ -582,10 +591,11 @@ def _server_stderr() -> Iterator[_ServerStderr]:
         log.file.close()
 
 
-async def _introspect(target: str | list[str], name: str | None, types: bool) -> tuple[list[dict[str, Any]], Any]:
+async def _introspect(target: str | list[str], name: str | None, types: bool, errlog: Any = None
+                      ) -> tuple[list[dict[str, Any]], Any]:
     from .mcp.client import connect
 
-    async with connect(target, env=dict(os.environ)) as client:
+    async with connect(target, env=dict(os.environ), errlog=errlog) as client:
         tools = await client.list_tools_raw()
         read_tool = _introspect_tool(tools)
         params: dict[str, Any] = {"query": "types" if types else "operations"}
@@ -618,7 +628,7 @@ def introspect(
     target = _server_target(server, ctx.args)
     with _server_stderr() as log:
         try:
-            tools, result = anyio.run(_introspect, target, name, types)
+            tools, result = anyio.run(_introspect, target, name, types, log.file)
         except Exception as e:  # connection problems are the user's to fix: say so plainly
             log.fail(e)
             return
@@ -656,10 +666,11 @@ def introspect(
     out.print(ot)
 
 
-async def _call(target: str | list[str], operation: str, params: dict[str, Any], endpoint: str | None) -> Any:
+async def _call(target: str | list[str], operation: str, params: dict[str, Any], endpoint: str | None,
+                errlog: Any = None) -> Any:
     from .mcp.client import connect
 
-    async with connect(target, env=dict(os.environ)) as client:
+    async with connect(target, env=dict(os.environ), errlog=errlog) as client:
         tools = await client.list_tools_raw()
         names = [t["name"] for t in tools]
         tool = None
@@ -716,7 +727,7 @@ def call(
         _fail("--params must be a JSON object")
     with _server_stderr() as log:
         try:
-            tool, result, is_error = anyio.run(_call, target, operation, parsed, endpoint)
+            tool, result, is_error = anyio.run(_call, target, operation, parsed, endpoint, log.file)
         except typer.Exit:
             raise
         except Exception as e:
@@ -748,7 +759,7 @@ def conformance(
     if fmt not in ("text", "json", "markdown"):
         _fail("--format must be text, json or markdown")
     target = _server_target(server, ctx.args)
-    with _server_stderr() as log:
+    with _server_stderr(swap=True) as log:
         output, code = run_cli(target, level=level, fmt=fmt, evidence=evidence, read_only=read_only,
                                color=sys.stdout.isatty())
         if code == 3 and log.last_line():  # the server did not start: say what it said
