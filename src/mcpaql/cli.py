@@ -14,6 +14,8 @@ import os
 import re
 import shlex
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -469,15 +471,16 @@ def schema_build(
     report: Annotated[str | None, typer.Option(help="Also write the build report (Markdown)")] = None,
 ) -> None:
     """Turn a discovery bundle (plus overrides) into an adapter schema and a build report."""
-    from .adapters.schema import build_schema, format_report, write_schema
+    from .adapters.schema.build import BuildError, build_checked, format_report
 
     try:
-        data = json.loads(Path(bundle).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        _fail(f"cannot read bundle '{bundle}': {e}")
-        return
-    schema, rep = build_schema(data, overrides)
-    write_schema(schema, out)
+        _, rep, warnings = build_checked(bundle, overrides, out)
+    except BuildError as e:
+        for line in e.problems:  # one line per problem, each with its field path
+            err.print(f"[red]error:[/red] {escape(line)}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    for w in warnings:
+        err.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)
     text = format_report(rep)
     if report:
         Path(report).write_text(text, encoding="utf-8")
@@ -553,10 +556,59 @@ def _print_json(obj: Any) -> None:
     out.print_json(json.dumps(obj, ensure_ascii=False))
 
 
-async def _introspect(target: str | list[str], name: str | None, types: bool) -> tuple[list[dict[str, Any]], Any]:
+class _ServerStderr:
+    """A stdio server's stderr, captured while a client command runs (the SDK hands the process
+    ``sys.stderr``), replayed afterwards, so a server that fails to start is reported by its own
+    last line instead of the client's "unhandled errors in a TaskGroup"."""
+
+    def __init__(self) -> None:
+        self.file = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 (closed by _server_stderr)
+
+    def text(self) -> str:
+        self.file.flush()
+        self.file.seek(0)
+        return self.file.read()
+
+    def last_line(self) -> str | None:
+        lines = [ln.strip() for ln in self.text().splitlines() if ln.strip()]
+        return lines[-1][:300] if lines else None
+
+    def fail(self, e: BaseException | None) -> None:
+        line = self.last_line()
+        if sys.stderr is not self.file:  # the server's own output first, then our one-line verdict
+            sys.stderr.write(self.text())
+            sys.stderr.flush()
+            self.file.seek(0)
+            self.file.truncate()
+        while isinstance(e, BaseExceptionGroup) and e.exceptions:
+            e = e.exceptions[0]
+        _fail(f"the server failed to start: {line}" if line else f"cannot talk to the server: {e}")
+
+
+@contextlib.contextmanager
+def _server_stderr(swap: bool = False) -> Iterator[_ServerStderr]:
+    """``log.file`` is what the server's stderr goes to (``errlog``); ``swap`` also points
+    ``sys.stderr`` at it, for runners that hand the SDK ``sys.stderr`` themselves."""
+    log = _ServerStderr()
+    saved = sys.stderr
+    if swap:
+        sys.stderr = log.file
+    try:
+        yield log
+    finally:
+        sys.stderr = saved
+        text = log.text()
+        if text:
+            saved.write(text)
+            saved.flush()
+        log.file.close()
+
+
+async def _introspect(target: str | list[str], name: str | None, types: bool, errlog: Any = None
+                      ) -> tuple[list[dict[str, Any]], Any]:
     from .mcp.client import connect
 
-    async with connect(target, env=dict(os.environ)) as client:
+    async with connect(target, env=dict(os.environ), errlog=errlog) as client:
         tools = await client.list_tools_raw()
         read_tool = _introspect_tool(tools)
         params: dict[str, Any] = {"query": "types" if types else "operations"}
@@ -587,11 +639,12 @@ def introspect(
 ) -> None:
     """Show an MCP-AQL server's tools and operations (or one operation's detail)."""
     target = _server_target(server, ctx.args)
-    try:
-        tools, result = anyio.run(_introspect, target, name, types)
-    except Exception as e:  # connection problems are the user's to fix: say so plainly
-        _fail(f"cannot talk to the server: {e}")
-        return
+    with _server_stderr() as log:
+        try:
+            tools, result = anyio.run(_introspect, target, name, types, log.file)
+        except Exception as e:  # connection problems are the user's to fix: say so plainly
+            log.fail(e)
+            return
     if as_json or name or not isinstance(result, dict) or not result.get("success"):
         _print_json(result if not as_json or name else {"tools": tools, "introspection": result})
         return
@@ -626,10 +679,11 @@ def introspect(
     out.print(ot)
 
 
-async def _call(target: str | list[str], operation: str, params: dict[str, Any], endpoint: str | None) -> Any:
+async def _call(target: str | list[str], operation: str, params: dict[str, Any], endpoint: str | None,
+                errlog: Any = None) -> Any:
     from .mcp.client import connect
 
-    async with connect(target, env=dict(os.environ)) as client:
+    async with connect(target, env=dict(os.environ), errlog=errlog) as client:
         tools = await client.list_tools_raw()
         names = [t["name"] for t in tools]
         tool = None
@@ -684,13 +738,14 @@ def call(
         return
     if not isinstance(parsed, dict):
         _fail("--params must be a JSON object")
-    try:
-        tool, result, is_error = anyio.run(_call, target, operation, parsed, endpoint)
-    except typer.Exit:
-        raise
-    except Exception as e:
-        _fail(f"cannot talk to the server: {e}")
-        return
+    with _server_stderr() as log:
+        try:
+            tool, result, is_error = anyio.run(_call, target, operation, parsed, endpoint, log.file)
+        except typer.Exit:
+            raise
+        except Exception as e:
+            log.fail(e)
+            return
     if as_json:
         print(json.dumps(result, ensure_ascii=False))
     else:
@@ -719,8 +774,11 @@ def conformance(
     if fmt not in ("text", "json", "markdown"):
         _fail("--format must be text, json or markdown")
     target = _server_target(server, ctx.args)
-    output, code = run_cli(target, level=level, fmt=fmt, evidence=evidence, read_only=read_only,
-                           color=sys.stdout.isatty(), allow_network=allow_network)
+    with _server_stderr(swap=True) as log:
+        output, code = run_cli(target, level=level, fmt=fmt, evidence=evidence, read_only=read_only,
+                               color=sys.stdout.isatty(), allow_network=allow_network)
+        if code == 3 and log.last_line():  # the server did not start: say what it said
+            log.fail(None)
     print(output)
     raise typer.Exit(code)
 

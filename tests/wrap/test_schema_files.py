@@ -217,14 +217,22 @@ async def test_rest_adapter_schema_runs(rest_api: str, tmp_path: Path) -> None:
         env = await e.execute({"operation": "create_item", "params": {"id": "2"}}, new_ctx())
         assert env["error"]["code"] == "CONFLICT_ALREADY_EXISTS"
         assert len((await e.execute({"operation": "list_items", "params": {"limit": 5}}, new_ctx()))["data"]) == 2
-        assert (await e.execute({"operation": "delete_item", "params": {"item_id": "2"}}, new_ctx()))["success"]
+        # a DELETE is destructive: served from a file it needs a confirmation token, --trust or not
+        ctx = new_ctx()
+        env = await e.execute({"operation": "delete_item", "params": {"item_id": "2"}}, ctx)
+        assert env["error"]["code"] == "CONFIRMATION_REQUIRED", env
+        token = env["error"]["details"]["confirmation_token"]
+        env = await e.execute({"operation": "delete_item", "params": {"item_id": "2", "_confirmation": token}}, ctx)
+        assert env["success"], env
         env = await e.execute({"operation": "get_item", "params": {"item_id": "2"}}, new_ctx())
         assert env["error"]["code"] == "NOT_FOUND_RESOURCE"
         env = await e.execute({"operation": "list_items", "params": {"limit": 0}}, new_ctx())
         assert env["error"]["code"] == "VALIDATION_INVALID_VALUE"
         # A placeholder fills one segment: dot segments never move a call to another route.
         for value in ("..", "%2e%2e", "../limited", "．．"):
-            env = await e.execute({"operation": "delete_item", "params": {"item_id": value}}, new_ctx())
+            env = await e.execute({"operation": "delete_item", "params": {"item_id": value}}, ctx)
+            token = env["error"]["details"]["confirmation_token"]
+            env = await e.execute({"operation": "delete_item", "params": {"item_id": value, "_confirmation": token}}, ctx)
             assert env["error"]["code"] == "VALIDATION_INVALID_VALUE", (value, env)
         # REQ-RATE-008: the target API's own limits reach the model with how long to wait
         env = await e.execute({"operation": "limited_call"}, new_ctx())

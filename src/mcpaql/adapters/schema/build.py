@@ -191,3 +191,51 @@ def write_schema(schema: Mapping[str, Any], path: str | Path) -> None:
         p.write_text(yaml.safe_dump(dict(schema), sort_keys=False, allow_unicode=True), encoding="utf-8")
     else:
         p.write_text(json.dumps(schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+class BuildError(ValueError):
+    """What ``mcpaql schema build`` refuses: one ``"<field path>: <problem>"`` line per problem."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def build_checked(bundle_path: str | Path, overrides: str | Path | None, out: str | Path
+                  ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """``schema build``: read and check the bundle (its documented shape), build, check the
+    result the way ``mcpaql serve`` will load it (strict on output), then write it. Returns
+    ``(schema, report, warnings)``; raises :class:`BuildError` instead of writing anything bad."""
+    from ...protocol.registry import SchemaError
+    from .bundle_shape import bundle_problems
+    from .check import check_adapter_schema
+
+    name = Path(bundle_path).name
+    try:
+        data = json.loads(Path(bundle_path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise BuildError([f"{name}: cannot be read ({e.strerror})"]) from None
+    except (ValueError, RecursionError) as e:
+        raise BuildError([f"{name}: is not JSON ({str(e)[:120]})"]) from None
+    errors, warnings = bundle_problems(data)
+    if errors:
+        raise BuildError(errors)
+    try:
+        ov = load_overrides(overrides)
+    except (OSError, ValueError, yaml.YAMLError) as e:
+        raise BuildError([f"overrides: {str(e).splitlines()[0][:160]}"]) from None
+    try:
+        schema, report = build_schema(data, ov)
+    except (ValueError, TypeError, AttributeError, KeyError) as e:  # an override that names what does not exist
+        raise BuildError([f"overrides: {e}"]) from None
+    try:
+        warnings += check_adapter_schema(json.loads(json.dumps(schema)))
+    except SchemaError as e:
+        raise BuildError([f"built adapter schema: {e.message}"]) from None
+    url = str(schema["target"]["base_url"])
+    if not url.startswith(("http://", "https://", "stdio:")):
+        warnings.append(f"target.base_url: '{url[:60]}' says nothing about how to reach the server, so 'mcpaql serve' "
+                        "will refuse the file (capture the live server, or set base_url to its http(s):// URL or "
+                        "'stdio:COMMAND')")
+    write_schema(schema, out)
+    return schema, report, warnings
