@@ -22,6 +22,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+# Tests never touch the user's ~/.mcpaql (default safety store, approval URL file): one private
+# (0700) home for the whole run, unless the caller chose one.
+if "MCPAQL_HOME" not in os.environ:
+    import tempfile
+
+    os.environ["MCPAQL_HOME"] = tempfile.mkdtemp(prefix="mcpaql-home-")
+
 from aql_support import (
     Harness,
     assert_no_leak,
