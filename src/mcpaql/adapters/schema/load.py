@@ -39,6 +39,7 @@ from ...config import Config
 from ...protocol.categories import Category
 from ...protocol.dispatch import Engine
 from ...protocol.errors import MCPAQLError
+from ...protocol.extension import Extension
 from ...protocol.operations import NO_DEFAULT, OperationSpec, ParamSpec, TypeRef
 from ...protocol.registry import Registry, SchemaError
 from ...safety.danger import CATEGORY_DEFAULT
@@ -372,8 +373,8 @@ class AdapterRuntime(EngineHolderBase):
         async def adapter_info(ctx: Any, name: Any) -> dict[str, Any]:
             return info
 
-        engine.introspect_queries["adapter_info"] = adapter_info
-        return engine
+        # The Engine is immutable once built: the file's adapter_info query is one more extension.
+        return engine.extend(Extension("adapter-file", introspect_queries={"adapter_info": adapter_info}))
 
     async def _changed(self, _up: Upstream) -> None:
         await self.rebuild()  # e.g. the MCP server listens, and tells its clients
