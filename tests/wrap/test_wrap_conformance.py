@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from wrap_helpers import FIXTURES
 
-from mcpaql.adapters.upstream.replay import argv_for
 from mcpaql.conformance import Report, Status, run_conformance
+from mcpaql.mcp.replay import argv_for
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 SCHEMAS = FIXTURES.parents[1] / "spec" / "schemas"

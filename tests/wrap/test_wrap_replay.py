@@ -8,9 +8,9 @@ import anyio
 import pytest
 from wrap_helpers import FIXTURES, new_ctx
 
-from mcpaql.adapters.upstream.replay import argv_for
 from mcpaql.adapters.upstream.runtime import UpstreamSpec, derive_name
 from mcpaql.adapters.upstream.wrap import wrap
+from mcpaql.mcp.replay import argv_for
 
 pytestmark = pytest.mark.anyio
 
