@@ -119,7 +119,9 @@ async def serve_async(
 
 
 def serve(source: Source, options: ServeOptions | None = None, **kw: Any) -> None:
-    """Blocking :func:`serve_async` on the serving event loop (uvloop when installed)."""
+    """Blocking :func:`serve_async` on the serving event loop (uvloop when installed). Ctrl-C
+    ends it quietly, as ``uvicorn.run`` does (uvicorn re-raises the signal it captured)."""
     from .mcp.transports import run_served
 
-    run_served(lambda: serve_async(source, options or ServeOptions(), **kw))
+    with contextlib.suppress(KeyboardInterrupt):
+        run_served(lambda: serve_async(source, options or ServeOptions(), **kw))

@@ -141,6 +141,8 @@ def serve_http(
     engine: Engine, host: str = "127.0.0.1", port: int = 8000, stateless: bool = False, *, path: str = "/mcp",
     log_level: str = "warning",
 ) -> None:
-    """Blocking form of :func:`serve_http_async` for scripts, until interrupted."""
-    run_served(lambda: serve_http_async(engine, host=host, port=port, stateless=stateless, path=path,
-                                        log_level=log_level))
+    """Blocking form of :func:`serve_http_async` for scripts, until interrupted (quietly, as
+    ``uvicorn.run`` was)."""
+    with contextlib.suppress(KeyboardInterrupt):
+        run_served(lambda: serve_http_async(engine, host=host, port=port, stateless=stateless, path=path,
+                                            log_level=log_level))
