@@ -210,6 +210,23 @@ def result_data(result: Mapping[str, Any], tool: str = "", *, keep: Iterable[str
     return out
 
 
+def data_content(data: Any) -> tuple[list[dict[str, Any]], Any]:
+    """The inverse of :func:`result_data`: ``(content blocks, structuredContent)``.
+
+    For the structured case the text block is the upstream's own JSON rendering, which is not
+    kept; callers compare structured content instead (see the parity tests).
+    """
+    if isinstance(data, str):
+        return [{"type": "text", "text": data}], None
+    if data is None:
+        return [], None
+    if isinstance(data, dict) and isinstance(data.get("content"), list) and set(data) <= {
+        "content", "structuredContent", "_meta"
+    }:
+        return data["content"], data.get("structuredContent")
+    return [], data
+
+
 def renamed(e: MCPAQLError, origin: str, name: str) -> MCPAQLError:
     """``e`` with the upstream's name for an operation replaced by the exposed one in its message
     (the lane raises with the name it called; the model only knows ``name``)."""
