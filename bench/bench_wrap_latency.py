@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO.parent / "shared" / "fixtures" / "surfaces"
 BIN = REPO / ".cache-upstreams" / "node_modules" / ".bin"
 TIME_FIXTURE = str(FIXTURES / "mcp-server-time.tools-list.json")
-REPLAY = [sys.executable, "-m", "mcpaql.adapters.upstream.replay", TIME_FIXTURE]
+REPLAY = [sys.executable, "-m", "mcpaql.mcp.replay", TIME_FIXTURE]
 CONVERT = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import inspect
 import json
 import logging
 import os
@@ -15,9 +17,9 @@ import re
 import shlex
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio
 import typer
@@ -44,7 +46,8 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-# Options shared by the serving commands (serve, wrap, openapi): one definition each.
+# The serving flags: every serving command (serve, wrap, openapi, and any backend's to come) has
+# all of them, declared once here and turned into one ServeOptions by _serve_options.
 ModeOpt = Annotated[str | None, typer.Option(help="semantic | single | all")]
 TransportOpt = Annotated[str, typer.Option(help="stdio | http")]
 HostOpt = Annotated[str, typer.Option(help="HTTP bind address")]
@@ -53,6 +56,8 @@ StatelessOpt = Annotated[bool, typer.Option(help="Stateless streamable HTTP (sev
 PrefixOpt = Annotated[str | None, typer.Option(help="Tool name prefix, e.g. github_ (env MCP_AQL_TOOL_PREFIX)")]
 ToolPatternOpt = Annotated[str | None, typer.Option(help="Tool name pattern, default {adapter}_mcpaql_{endpoint}")]
 BareOpt = Annotated[bool, typer.Option(help="Spec names mcp_aql_{endpoint} / mcp_aql")]
+EnumerateOpt = Annotated[bool, typer.Option(help="Add an enum of operations to each input schema")]
+AllowOpt = Annotated[str | None, typer.Option(help="Allowed categories, e.g. READ,CREATE")]
 ConfigOpt = Annotated[str | None, typer.Option(help="Config file (YAML/JSON)")]
 SafetyOpt = Annotated[str | None, typer.Option(help="Safety policy file (YAML/JSON; see docs/safety.md)")]
 TrustOpt = Annotated[str | None, typer.Option(help="Switch the safety layer on with this adapter trust level")]
@@ -61,9 +66,88 @@ SafetyLoopOpt = Annotated[str | None, typer.Option(help="Add the execution safet
 ApprovalPageOpt = Annotated[bool, typer.Option(help="With --safety-loop: serve the local approval page (default on)")]
 ApprovalPortOpt = Annotated[int, typer.Option(help="Approval page port (default 0: any free port)")]
 ApprovalHostOpt = Annotated[str, typer.Option(help="Approval page address (loopback only)")]
-ApprovalUrlFileOpt = Annotated[Path | None, typer.Option(help="Where the page URL with its key is written (mode 0600)")]
+ApprovalUrlFileOpt = Annotated[Path | None, typer.Option(
+    "--approval-url-file", "--url-file", help="Where the page URL with its key is written (mode 0600)")]
 AgentIdOpt = Annotated[str | None, typer.Option(
     help="Safety identity of this server's clients (blocks, pauses, tokens); default $MCPAQL_AGENT_ID or 'default'")]
+
+SERVING_FLAGS: tuple[tuple[str, Any, Any], ...] = (
+    ("mode", ModeOpt, None),
+    ("transport", TransportOpt, "stdio"),
+    ("host", HostOpt, "127.0.0.1"),
+    ("port", PortOpt, 8000),
+    ("stateless", StatelessOpt, False),
+    ("prefix", PrefixOpt, None),
+    ("tool_pattern", ToolPatternOpt, None),
+    ("bare", BareOpt, False),
+    ("enumerate_operations", EnumerateOpt, False),
+    ("allow", AllowOpt, None),
+    ("config", ConfigOpt, None),
+    ("agent_id", AgentIdOpt, None),
+    ("safety", SafetyOpt, None),
+    ("trust", TrustOpt, None),
+    ("safety_loop", SafetyLoopOpt, None),
+    ("approval_page", ApprovalPageOpt, True),
+    ("approval_port", ApprovalPortOpt, 0),
+    ("approval_host", ApprovalHostOpt, "127.0.0.1"),
+    ("approval_url_file", ApprovalUrlFileOpt, None),
+)
+
+
+def _serve_options(log_level: int, *, mode: str | None, transport: str, host: str, port: int, stateless: bool,
+                   prefix: str | None, tool_pattern: str | None, bare: bool, enumerate_operations: bool,
+                   allow: str | None, config: str | None, agent_id: str | None, safety: str | None,
+                   trust: str | None, safety_loop: str | None, approval_page: bool, approval_port: int,
+                   approval_host: str, approval_url_file: Path | None) -> Any:
+    """The one place the serving flags become a ServeOptions (a bad value exits 2 with one line)."""
+    from .mcp.transports import configure_logging
+    from .safety.channel import ChannelOptions
+    from .serving import TRANSPORTS, ServeOptions
+
+    cfg = _config(mode, prefix, tool_pattern, bare, config, enumerate_operations or None, allow)
+    configure_logging(log_level)
+    if transport not in TRANSPORTS:
+        _fail("transport must be stdio or http")
+    return ServeOptions(
+        config=cfg, safety=_safety_config(safety, trust, safety_loop, agent_id), transport=transport, host=host,
+        port=port, stateless=stateless, log_level=log_level,
+        channel=ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file),
+    )
+
+
+def serving_command(*, log_level: int = logging.WARNING, **settings: Any) -> Callable[[Callable[..., None]], Any]:
+    """Register a serving command: the function declares its own arguments plus ``options``
+    (a ServeOptions); every serving flag is added to its signature here, so a backend's command
+    is its own flags and a call to :func:`_serve`."""
+
+    def register(fn: Callable[..., None]) -> Any:
+        own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name != "options"]
+        shared = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=a, default=d) for n, a, d in SERVING_FLAGS]
+        names = [n for n, _a, _d in SERVING_FLAGS]
+
+        @functools.wraps(fn)
+        def command(**kw: Any) -> None:
+            options = _serve_options(log_level, **{n: kw.pop(n) for n in names})
+            fn(options=options, **kw)
+
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + shared
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        del command.__wrapped__  # typer must read the signature above, not fn's
+        return app.command(**settings)(command)
+
+    return register
+
+
+def _serve(source: Any, options: Any, *, fail_prefix: str = "", **kw: Any) -> None:
+    """Serve through mcpaql.serving; what cannot start is one line and exit status 2."""
+    from .safety.channel import ChannelError
+    from .serving import serve as do_serve
+
+    try:
+        do_serve(source, options, **kw)
+    except (ConnectionError, ValueError, ChannelError) as e:
+        _fail(fail_prefix + str(e))
 
 
 def _config(mode: str | None, prefix: str | None, tool_pattern: str | None, bare: bool, config_file: str | None,
@@ -97,62 +181,30 @@ def _server_target(server: str | None, extra: list[str]) -> str | list[str]:
     raise AssertionError
 
 
-@app.command()
+@serving_command(log_level=logging.INFO)
 def serve(
     target: Annotated[str | None, typer.Argument(help="package.module:adapter, a .py file, or an adapter schema file")] = None,
-    mode: ModeOpt = None,
-    transport: TransportOpt = "stdio",
-    host: HostOpt = "127.0.0.1",
-    port: PortOpt = 8000,
-    stateless: StatelessOpt = False,
-    prefix: PrefixOpt = None,
-    tool_pattern: ToolPatternOpt = None,
-    bare: BareOpt = False,
-    enumerate_operations: Annotated[bool, typer.Option(help="Add an enum of operations to each input schema")] = False,
-    allow: Annotated[str | None, typer.Option(help="Allowed categories, e.g. READ,CREATE")] = None,
-    config: ConfigOpt = None,
     db: Annotated[str | None, typer.Option(help="Demo adapter: SQLite file (env MCPAQL_DEMO_DB)")] = None,
-    agent_id: AgentIdOpt = None,
-    safety: SafetyOpt = None,
-    trust: TrustOpt = None,
-    safety_loop: SafetyLoopOpt = None,
-    approval_page: ApprovalPageOpt = True,
-    approval_port: ApprovalPortOpt = 0,
-    approval_host: ApprovalHostOpt = "127.0.0.1",
-    approval_url_file: ApprovalUrlFileOpt = None,
+    *,
+    options: Any,
 ) -> None:
     """Serve an adapter over MCP (no TARGET: the embedded Task Tracker demo)."""
     from .loading import TargetError, load_engine
 
-    cfg = _config(mode, prefix, tool_pattern, bare, config, enumerate_operations or None, allow)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    channel = _channel(approval_page, approval_port, approval_host, approval_url_file)
     if target and target.endswith((".json", ".yaml", ".yml")) and _is_openapi(target):
-        _serve_openapi(target, cfg, transport, host, port, stateless, safety=_safety_config(safety, trust, safety_loop, agent_id),
-                       channel=channel)
+        _serve_openapi(target, options)
         return
     if target and target.endswith((".json", ".yaml", ".yml", ".md")):
-        _serve_schema_file(target, cfg, transport, host, port, stateless, _safety_config(safety, trust, safety_loop, agent_id),
-                           channel=channel)
+        _serve_schema_file(target, options)
         return
     installed: list[Any] = []
-    prepare = _safety_prepare(safety, trust, safety_loop, installed, agent_id)
+    prepare = _safety_prepare(options.safety, installed)
     try:
-        engine = load_engine(target, cfg, demo_db=db, prepare=prepare)
+        engine = load_engine(target, options.config, demo_db=db, prepare=prepare)
     except (TargetError, ConfigError, ValueError) as e:
         _fail(str(e))
         return
-    from .mcp.transports import run_served, serve_http, serve_stdio
-
-    if installed and installed[0].loop is not None:  # a served loop: run it beside its human channel
-        _run_holder(_fixed_engine(engine), transport, host, port, stateless, channel=channel, safety=installed[0])
-    elif transport == "stdio":
-        run_served(serve_stdio, engine)
-    elif transport == "http":
-        err.print(f"serving {engine.registry.display_name} on http://{host}:{port}/mcp" + (" (stateless)" if stateless else ""))
-        serve_http(engine, host=host, port=port, stateless=stateless)
-    else:
-        _fail("transport must be stdio or http")
+    _serve(engine, options, safety=installed[0] if installed and installed[0].loop is not None else None)
 
 
 def _safety_settings(policy: str | None, trust: str | None, loop: str | None,
@@ -193,11 +245,9 @@ def _safety_config(policy: str | None, trust: str | None, loop: str | None, agen
         raise
 
 
-def _safety_prepare(policy: str | None, trust: str | None, loop: str | None, installed: list[Any],
-                   agent_id: str | None = None) -> Any:
+def _safety_prepare(cfg: Any, installed: list[Any]) -> Any:
     """The ``prepare`` hook giving the target's engine the safety extension; the Safety it
     makes is appended to ``installed``."""
-    cfg = _safety_config(policy, trust, loop, agent_id)
     if cfg is None:
         return None
     from .protocol.dispatch import Engine
@@ -212,59 +262,16 @@ def _safety_prepare(policy: str | None, trust: str | None, loop: str | None, ins
     return prepare
 
 
-def _channel(page: bool, port: int, host: str, url_file: Path | None) -> Any:
-    from .safety.channel import ChannelOptions
-
-    return ChannelOptions(page=page, host=host, port=port, url_file=url_file)
-
-
-@contextlib.asynccontextmanager
-async def _fixed_engine(engine: Any) -> Any:
-    yield engine
-
-
-def _run_holder(holder_cm: Any, transport: str, host: str, port: int, stateless: bool, *,
-                channel: Any = None, safety: Any = None, on_open: Any = None) -> None:
-    """Serve an async-context engine holder (wrapped upstreams, adapter-schema runtimes) with the
-    MCP server in the same event loop as its upstream connections — and, when it serves a safety
-    loop, with the loop's human channel (the approval page) beside it. ``on_open(holder)`` is called once the
-    holder is open, before serving (it must return at once)."""
-    from .mcp.transports import run_served, serve_http_async, serve_stdio
-    from .safety.channel import ChannelError, ChannelOptions, human_channel, wants_channel
-
-    async def main() -> None:
-        async with holder_cm as holder, contextlib.AsyncExitStack() as stack:
-            if on_open is not None:
-                on_open(holder)
-            served = safety or getattr(holder, "safety", None)
-            if served is not None and wants_channel(served.config):
-                await stack.enter_async_context(
-                    human_channel(served, channel or ChannelOptions(), lambda line: print(line, file=sys.stderr, flush=True)))
-            if transport == "stdio":
-                await serve_stdio(holder)
-                return
-            err.print(f"serving on http://{host}:{port}/mcp" + (" (stateless)" if stateless else ""))
-            await serve_http_async(holder, host=host, port=port, stateless=stateless)
-
-    if transport not in ("stdio", "http"):
-        _fail("transport must be stdio or http")
-    try:
-        run_served(main)
-    except (ConnectionError, ValueError, ChannelError) as e:
-        _fail(str(e))
-
-
-def _serve_schema_file(path: str, cfg: Config, transport: str, host: str, port: int, stateless: bool,
-                       safety: Any = None, channel: Any = None) -> None:
+def _serve_schema_file(path: str, options: Any) -> None:
     from .adapters.schema import serve_adapter
     from .protocol.registry import SchemaError
 
     try:
-        runtime = serve_adapter(path, config=cfg, safety=safety)
+        runtime = serve_adapter(path, config=options.config, safety=options.safety)
     except (SchemaError, OSError, ValueError) as e:
         _fail(f"cannot load adapter schema '{path}': {e}")
         return
-    _run_holder(runtime, transport, host, port, stateless, channel=channel)
+    _serve(runtime, options)
 
 
 def _is_openapi(path: str) -> bool:
@@ -273,16 +280,15 @@ def _is_openapi(path: str) -> bool:
     return looks_like_openapi(path)
 
 
-def _serve_openapi(source: str, cfg: Config, transport: str, host: str, port: int, stateless: bool,
-                   channel: Any = None, **kw: Any) -> None:
+def _serve_openapi(source: str, options: Any, **kw: Any) -> None:
     from .adapters.openapi import OpenAPIError, serve_openapi
 
     try:
-        runtime = serve_openapi(source, config=cfg, **kw)
+        runtime = serve_openapi(source, config=options.config, safety=options.safety, **kw)
     except OpenAPIError as e:
         _fail(str(e))
         return
-    _run_holder(runtime, transport, host, port, stateless, channel=channel)
+    _serve(runtime, options)
 
 
 def _headers(pairs: list[str]) -> dict[str, str]:
@@ -325,7 +331,7 @@ def _with_call_timeout(specs: list[Any], seconds: float | None) -> list[Any]:
     return [dataclasses.replace(s, call_timeout=seconds) for s in specs]
 
 
-@app.command(context_settings=EXTRA)
+@serving_command(context_settings=EXTRA)
 def wrap(
     ctx: typer.Context,
     url: Annotated[str | None, typer.Option(help="Upstream streamable HTTP (or SSE) URL")] = None,
@@ -337,33 +343,16 @@ def wrap(
     include: Annotated[list[str], typer.Option(help="Glob of tools/operations to expose (repeatable)")] = [],  # noqa: B006
     exclude: Annotated[list[str], typer.Option(help="Glob of tools/operations to hide (repeatable)")] = [],  # noqa: B006
     overrides: Annotated[str | None, typer.Option(help="Overrides YAML (classification fixes)")] = None,
-    mode: ModeOpt = None,
-    transport: TransportOpt = "stdio",
-    host: HostOpt = "127.0.0.1",
-    port: PortOpt = 8000,
-    stateless: StatelessOpt = False,
-    prefix: PrefixOpt = None,
-    tool_pattern: ToolPatternOpt = None,
-    bare: BareOpt = False,
-    config: ConfigOpt = None,
-    agent_id: AgentIdOpt = None,
-    safety: SafetyOpt = None,
-    trust: TrustOpt = None,
-    safety_loop: SafetyLoopOpt = None,
     call_timeout: Annotated[float | None, typer.Option(help="Seconds an upstream tool call may take (default: no limit)")] = None,
-    approval_page: ApprovalPageOpt = True,
-    approval_port: ApprovalPortOpt = 0,
-    approval_host: ApprovalHostOpt = "127.0.0.1",
-    approval_url_file: ApprovalUrlFileOpt = None,
+    *,
+    options: Any,
 ) -> None:
     """Serve an existing MCP server (or several) through MCP-AQL: mcpaql wrap -- npx -y @modelcontextprotocol/server-memory"""
     from .adapters.upstream import wrap as do_wrap
 
     specs = _with_call_timeout(_upstreams(list(ctx.args), url, header, upstream, name if not upstream else None), call_timeout)
-    cfg = _config(mode, prefix, tool_pattern, bare, config)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    kw: dict[str, Any] = {"config": cfg, "read_only": read_only, "include": include, "exclude": exclude,
-                          "safety": _safety_config(safety, trust, safety_loop, agent_id)}
+    kw: dict[str, Any] = {"config": options.config, "read_only": read_only, "include": include, "exclude": exclude,
+                          "safety": options.safety}
     if name:
         kw["name"] = name
     if display_name:
@@ -372,8 +361,7 @@ def wrap(
         from .adapters.schema.build import load_overrides
 
         kw["overrides"] = (load_overrides(overrides).get("operations") or {})
-    _run_holder(do_wrap(specs, **kw), transport, host, port, stateless, on_open=_say_break_even,
-                channel=_channel(approval_page, approval_port, approval_host, approval_url_file))
+    _serve(do_wrap(specs, **kw), options, on_open=_say_break_even)
 
 
 def _say_break_even(holder: Any) -> None:
@@ -393,7 +381,7 @@ def _say_break_even(holder: Any) -> None:
     threading.Thread(target=say, name="mcpaql-break-even", daemon=True).start()
 
 
-@app.command()
+@serving_command()
 def openapi(
     spec: Annotated[str, typer.Argument(help="OpenAPI 3.x document: a file (JSON/YAML) or an http(s) URL")],
     base_url: Annotated[str | None, typer.Option(help="API base URL (default: the document's first server)")] = None,
@@ -405,33 +393,14 @@ def openapi(
     timeout: Annotated[float, typer.Option(help="Seconds an API call may take")] = 30.0,
     allow_private_targets: Annotated[bool, typer.Option(
         help="Allow API targets on link-local/metadata addresses, and private ones for a document fetched by URL")] = False,
-    mode: ModeOpt = None,
-    transport: TransportOpt = "stdio",
-    host: HostOpt = "127.0.0.1",
-    port: PortOpt = 8000,
-    stateless: StatelessOpt = False,
-    prefix: PrefixOpt = None,
-    tool_pattern: ToolPatternOpt = None,
-    bare: BareOpt = False,
-    config: ConfigOpt = None,
-    agent_id: AgentIdOpt = None,
-    safety: SafetyOpt = None,
-    trust: TrustOpt = None,
-    safety_loop: SafetyLoopOpt = None,
-    approval_page: ApprovalPageOpt = True,
-    approval_port: ApprovalPortOpt = 0,
-    approval_host: ApprovalHostOpt = "127.0.0.1",
-    approval_url_file: ApprovalUrlFileOpt = None,
+    *,
+    options: Any,
 ) -> None:
     """Serve an HTTP API described by OpenAPI 3.x through MCP-AQL: mcpaql openapi petstore.yaml"""
-    cfg = _config(mode, prefix, tool_pattern, bare, config)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if timeout <= 0:
         _fail("--timeout must be a number of seconds > 0")
-    _serve_openapi(spec, cfg, transport, host, port, stateless, base_url=base_url, headers=_headers(header), name=name,
-                   read_only=read_only, include=include, exclude=exclude, timeout=timeout,
-                   allow_private_targets=allow_private_targets, safety=_safety_config(safety, trust, safety_loop, agent_id),
-                   channel=_channel(approval_page, approval_port, approval_host, approval_url_file))
+    _serve_openapi(spec, options, base_url=base_url, headers=_headers(header), name=name, read_only=read_only,
+                   include=include, exclude=exclude, timeout=timeout, allow_private_targets=allow_private_targets)
 
 
 @app.command(context_settings=EXTRA)
@@ -783,12 +752,47 @@ def conformance(
     raise typer.Exit(code)
 
 
-@app.command(context_settings={**EXTRA, "help_option_names": []}, add_help_option=False)
-def guard(ctx: typer.Context) -> None:
-    """The execution safety loop as its own MCP server (the "safety dongle"); --help for options."""
-    from .safety.guard import main as guard_main
+LoopMode = Literal["enforcing", "monitoring", "logging", "disabled"]
 
-    guard_main(list(ctx.args))
+
+@app.command()
+def guard(
+    store: Annotated[str | None, typer.Option(
+        help="sqlite:///path.db (default ~/.mcpaql/safety.db) or redis://host:port/db")] = None,
+    mode: Annotated[LoopMode, typer.Option(envvar="MCPAQL_SAFETY_LOOP", show_envvar=False)] = "enforcing",
+    policy: Annotated[Path | None, typer.Option(
+        help='JSON file: SafetyConfig keys, e.g. {"autonomy": {"deny": ["drop_*"]}}')] = None,
+    max_steps: Annotated[int | None, typer.Option()] = None,
+    risk_tolerance: Annotated[Literal["conservative", "moderate", "aggressive"] | None, typer.Option()] = None,
+    webhook: Annotated[str | None, typer.Option(help="POST each challenge (with its code) to this operator URL")] = None,
+    os_dialog: Annotated[bool, typer.Option("--os-dialog", help="Show codes in a desktop dialog where available")] = False,
+    transport: Annotated[Literal["stdio", "http"], typer.Option(help="stdio | http")] = "stdio",
+    host: HostOpt = "127.0.0.1",
+    port: PortOpt = 8000,
+    stateless: StatelessOpt = False,
+    approval_page: ApprovalPageOpt = True,
+    approval_port: ApprovalPortOpt = 0,
+    approval_host: ApprovalHostOpt = "127.0.0.1",
+    approval_url_file: ApprovalUrlFileOpt = None,
+) -> None:
+    """The execution safety loop as its own MCP server (the "safety dongle")."""
+    from .safety.channel import ChannelError, ChannelOptions
+    from .safety.guard import guard_config, run_guard
+    from .serving import ServeOptions
+
+    try:
+        config = guard_config(mode=mode, store=store, policy=policy, max_steps=max_steps, risk_tolerance=risk_tolerance,
+                              webhook=webhook, os_dialog=os_dialog)
+    except (OSError, TypeError, ValueError) as e:
+        _fail(f"invalid guard settings: {e}")
+        return
+    options = ServeOptions(transport=transport, host=host, port=port, stateless=stateless, channel=ChannelOptions(
+        page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file))
+    try:
+        run_guard(config, options)
+    except ChannelError as e:
+        print(f"mcpaql guard: error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def main() -> None:

@@ -34,7 +34,7 @@ def test_fixtures_are_found() -> None:
 def _replay_bundle(fixture: Path) -> dict[str, Any]:
     """A bundle of ``fixture`` whose source is the replay server serving it over stdio."""
     bundle = capture_fixture(fixture)
-    bundle["source"]["server_url"] = stdio_url([sys.executable, "-m", "mcpaql.adapters.upstream.replay", str(fixture)])
+    bundle["source"]["server_url"] = stdio_url([sys.executable, "-m", "mcpaql.mcp.replay", str(fixture)])
     bundle["source"]["transport"] = "stdio"
     return bundle
 

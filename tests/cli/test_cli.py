@@ -142,7 +142,7 @@ def test_capture_build_and_serve_adapter_file(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_list_changed_is_forwarded_through_the_wrapper() -> None:
     fixture = SURFACES / "mcp-server-time.tools-list.json"
-    replay = [sys.executable, "-m", "mcpaql.adapters.upstream.replay", str(fixture), "--control"]
+    replay = [sys.executable, "-m", "mcpaql.mcp.replay", str(fixture), "--control"]
     params = StdioServerParameters(command=MCPAQL, args=["wrap", "--name", "time", "--", *replay], env=dict(os.environ))
     seen: list[Any] = []
 

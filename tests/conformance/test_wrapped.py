@@ -20,8 +20,8 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpaql.adapters.upstream.replay import argv_for
 from mcpaql.conformance import Report, Status, network, render, run_conformance
+from mcpaql.mcp.replay import argv_for
 
 from .conftest import SCHEMAS
 

@@ -280,7 +280,7 @@ MINI_API = {
 
 @pytest.mark.parametrize("command", ["wrap", "openapi"])
 def test_wrap_and_openapi_open_the_channel_too(tmp_path: Path, command: str) -> None:
-    from mcpaql.adapters.upstream.replay import argv_for
+    from mcpaql.mcp.replay import argv_for
 
     url_file = tmp_path / "approval-url"
     common = ("--safety-loop", "enforcing", "--approval-url-file", str(url_file))

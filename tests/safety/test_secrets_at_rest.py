@@ -191,7 +191,7 @@ async def test_cli_refuses_an_insecure_store_in_one_line(tmp_path: Path) -> None
     sys.path.insert(0, str(Path(__file__).parents[1] / "wrap"))
     from wrap_helpers import FIXTURES
 
-    from mcpaql.adapters.upstream.replay import argv_for
+    from mcpaql.mcp.replay import argv_for
 
     db = tmp_path / "safety.db"
     db.touch(mode=0o644)

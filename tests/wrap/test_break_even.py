@@ -17,8 +17,8 @@ from mcp import Client, StdioServerParameters
 from wrap_helpers import FIXTURES
 
 from mcpaql.adapters.upstream import token_report
-from mcpaql.adapters.upstream.replay import argv_for
 from mcpaql.adapters.upstream.report import break_even
+from mcpaql.mcp.replay import argv_for
 
 HERE = Path(__file__).resolve().parent / "surfaces"
 POSTGRES = HERE / "server-postgres.tools-list.json"

@@ -1,4 +1,4 @@
-"""The HTTP upstream lane (adapters/upstream/http_lane.py) against real streamable-HTTP servers: the replay
+"""The HTTP upstream lane (mcp/http_lane.py) against real streamable-HTTP servers: the replay
 server (the official SDK's server over uvicorn, event-stream and plain-JSON answers) and the real
 ``@modelcontextprotocol/server-everything`` (Node). Parity with the SDK session, JSON-RPC errors, progress,
 timeouts and cancellation reaching the upstream, session expiry (a restarted server answers 404 → the
@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 from wrap_helpers import FIXTURES, assert_retryable_unavailable, new_ctx
 
 from aql_support import free_port
-from mcpaql.adapters.upstream.http_lane import HttpLane, SSEDecoder
-from mcpaql.adapters.upstream.replay import argv_for
 from mcpaql.adapters.upstream.runtime import UpstreamSpec
 from mcpaql.adapters.upstream.wrap import wrap
+from mcpaql.mcp.http_lane import HttpLane, SSEDecoder
+from mcpaql.mcp.replay import argv_for
 
 TIME = FIXTURES / "mcp-server-time.tools-list.json"
 REPO = Path(__file__).resolve().parents[2]
@@ -111,8 +111,8 @@ async def test_lane_and_sdk_session_give_the_same_result_for_any_size(replay_htt
         assert isinstance(lane, HttpLane) and lane.open and lane.session_id
         for args in ({"timezone": "Europe/Paris"}, {"timezone": "x" * 600_000, "nested": {"a": [1, None, True]}}):
             via_lane = await lane.call("get_current_time", args)
-            via_sdk = await up._client.call_tool("get_current_time", args)
-            assert via_lane["content"] == [c.model_dump(exclude_none=True) for c in via_sdk.content]
+            via_sdk = await up._client.call_tool("get_current_time", args)  # no lane: the SDK session
+            assert via_lane["content"] == via_sdk["content"]
             assert json.loads(via_lane["content"][0]["text"])["arguments"] == args
         huge = {"timezone": "é✓" * 300_000}  # ~3.6 MB on the wire: over the SDK client's 1 MB event limit
         assert json.loads((await lane.call("get_current_time", huge))["content"][0]["text"])["arguments"] == huge

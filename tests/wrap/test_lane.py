@@ -1,4 +1,4 @@
-"""The stdio lane and raw fidelity of wrapped upstreams (adapters/upstream/lane.py, runtime.py), over real pipes
+"""The stdio lane and raw fidelity of wrapped upstreams (mcp/lane.py, runtime.py), over real pipes
 to the replay server: parity with the SDK session path, big results, JSON-RPC errors, timeouts
 and cancellation reaching the upstream, crashes, and the SDK fallback when the lane is off."""
 
@@ -17,10 +17,10 @@ from wrap_helpers import FIXTURES, assert_retryable_unavailable, new_ctx
 
 from mcpaql.adapters.schema.bundle import capture_live
 from mcpaql.adapters.upstream import runtime
-from mcpaql.adapters.upstream.lane import Lane, lane_stdio_client
-from mcpaql.adapters.upstream.replay import argv_for
 from mcpaql.adapters.upstream.runtime import UpstreamSpec
 from mcpaql.adapters.upstream.wrap import wrap
+from mcpaql.mcp.lane import Lane, lane_stdio_client
+from mcpaql.mcp.replay import argv_for
 
 pytestmark = pytest.mark.anyio
 

@@ -14,8 +14,8 @@ from wrap_helpers import FIXTURES, fixture_tools, new_ctx
 from aql_support import serve_in_thread
 from mcpaql.adapters.schema import build_schema, capture, format_report, load_adapter_schema, serve_adapter, write_schema
 from mcpaql.adapters.schema.bundle import argv_from_stdio_url, stdio_url
-from mcpaql.adapters.upstream.replay import argv_for
 from mcpaql.adapters.upstream.runtime import UpstreamSpec
+from mcpaql.mcp.replay import argv_for
 from mcpaql.protocol.registry import SchemaError
 
 SPEC = FIXTURES.parents[1] / "spec" / "schemas"

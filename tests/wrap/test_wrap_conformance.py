@@ -14,17 +14,17 @@ from pathlib import Path
 import pytest
 from wrap_helpers import FIXTURES
 
-from mcpaql.adapters.upstream.replay import argv_for
 from mcpaql.conformance import Report, Status, run_conformance
+from mcpaql.mcp.replay import argv_for
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 SCHEMAS = FIXTURES.parents[1] / "spec" / "schemas"
 # The upstream gets MEMORY_FILE_PATH explicitly: a stdio upstream otherwise sees only the MCP
 # SDK's default environment and server-memory would use its shared default file.
-SERVE = ("import anyio, os, sys; from mcpaql.adapters.upstream.serve import serve_wrapped_stdio; "
+SERVE = ("import os, sys; from mcpaql.serving import serve; from mcpaql.adapters.upstream import wrap; "
          "from mcpaql.adapters.upstream.runtime import UpstreamSpec; "
          "env = {'MEMORY_FILE_PATH': os.environ['MEMORY_FILE_PATH']}; "
-         "anyio.run(lambda: serve_wrapped_stdio(UpstreamSpec.from_argv(sys.argv[2:], name=sys.argv[1], env=env)))")
+         "serve(wrap(UpstreamSpec.from_argv(sys.argv[2:], name=sys.argv[1], env=env)))")
 MEMORY = Path(__file__).resolve().parents[2] / ".cache-upstreams" / "node_modules" / ".bin" / "mcp-server-memory"
 
 

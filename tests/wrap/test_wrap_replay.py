@@ -8,9 +8,9 @@ import anyio
 import pytest
 from wrap_helpers import FIXTURES, new_ctx
 
-from mcpaql.adapters.upstream.replay import argv_for
 from mcpaql.adapters.upstream.runtime import UpstreamSpec, derive_name
 from mcpaql.adapters.upstream.wrap import wrap
+from mcpaql.mcp.replay import argv_for
 
 pytestmark = pytest.mark.anyio
 
@@ -125,9 +125,9 @@ async def test_wrapped_server_end_to_end_over_stdio_with_progress() -> None:
     from mcp import Client, StdioServerParameters
 
     up = argv_for(FIXTURES / "mcp-server-time.tools-list.json", control=True)
-    code = ("import anyio, sys; from mcpaql.adapters.upstream.serve import serve_wrapped_stdio; "
+    code = ("import sys; from mcpaql.serving import serve; from mcpaql.adapters.upstream import wrap; "
             "from mcpaql.adapters.upstream.runtime import UpstreamSpec; "
-            "anyio.run(lambda: serve_wrapped_stdio(UpstreamSpec.from_argv(sys.argv[1:], name='time')))")
+            "serve(wrap(UpstreamSpec.from_argv(sys.argv[1:], name='time')))")
     seen = []
 
     async def progress(p, total, msg):

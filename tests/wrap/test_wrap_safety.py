@@ -16,9 +16,9 @@ from wrap_helpers import FIXTURES
 
 from mcpaql.adapters.schema import build_schema, capture_live, serve_adapter, write_schema
 from mcpaql.adapters.schema.load import rate_rules
-from mcpaql.adapters.upstream.replay import argv_for
 from mcpaql.adapters.upstream.runtime import UpstreamSpec
 from mcpaql.adapters.upstream.wrap import wrap
+from mcpaql.mcp.replay import argv_for
 from mcpaql.protocol.context import Context
 from mcpaql.protocol.session import Session
 from mcpaql.safety import SafetyConfig

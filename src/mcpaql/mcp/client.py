@@ -22,10 +22,10 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT, create_mcp_http_client
 from pydantic import TypeAdapter
 
 from .. import reaper
+from .sdk_private import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT, create_mcp_http_client
 
 RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -130,7 +130,7 @@ async def streamable_http_transport(
     """The SDK's streamable-HTTP client transport on an HTTP client this function owns and closes.
 
     ``on_session_id`` hears every ``Mcp-Session-Id`` the server assigns, so that a direct lane
-    (``adapters/upstream/http_lane.py``) can send its own requests on the SDK's session.
+    (:mod:`.http_lane`) can send its own requests on the SDK's session.
     """
 
     async def hear(response: httpx2.Response) -> None:

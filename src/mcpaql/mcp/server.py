@@ -26,6 +26,7 @@ from ..protocol.errors import internal_error
 from ..protocol.session import Session
 from ..protocol.surface import ToolDef
 from .progress import progress_sink
+from .sdk_private import request_connection
 from .sessions import SessionBinder
 
 log = logging.getLogger("mcpaql.mcp.server")
@@ -111,7 +112,7 @@ def build_server(source: Engine | EngineHolder, *, transport: str = "mcp", sessi
         # ctx.session is a per-request proxy (gone after the request); the connection behind it
         # lives as long as the client, so that is what a later list_changed is sent on. SDK 2.3
         # exposes it only privately; without it no notification is sent (clients re-list anyway).
-        peer = getattr(getattr(ctx, "session", None), "_connection", None)
+        peer = request_connection(ctx)
         if peer is not None and hasattr(peer, "send_tool_list_changed"):
             with contextlib.suppress(TypeError):  # not weak-referenceable: no notifications for it
                 listeners.add(peer)

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..protocol.dispatch import Engine
 from ..protocol.session import Session
+from .sdk_private import request_connection
 
 log = logging.getLogger("mcpaql.mcp.sessions")
 
@@ -29,7 +30,7 @@ _STATE_KEY = "mcpaql.session"
 
 def _connection_of(ctx: Any) -> Any | None:
     """The SDK's per-connection object, or None if this SDK build does not expose one."""
-    conn = getattr(getattr(ctx, "session", None), "_connection", None)
+    conn = request_connection(ctx)
     if conn is None or not isinstance(getattr(conn, "state", None), dict) or getattr(conn, "exit_stack", None) is None:
         return None
     return conn

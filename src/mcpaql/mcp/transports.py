@@ -28,13 +28,14 @@ from .stdio_pipes import claimed_stdio, drained_streams
 log = logging.getLogger("mcpaql.mcp.transports")
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"  # ours and uvicorn's: one format on stderr
 
 
 def configure_logging(level: int = logging.WARNING) -> None:
     """Send logs to stderr unless the application already configured logging."""
     root = logging.getLogger()
     if not root.handlers:
-        logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(stream=sys.stderr, level=level, format=LOG_FORMAT)
 
 
 async def serve_stdio(engine: Engine | EngineHolder) -> None:
@@ -124,7 +125,7 @@ def uvicorn_log_config(level: str = "warning") -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+        "formatters": {"plain": {"format": LOG_FORMAT}},
         "handlers": {"stderr": handler},
         "loggers": {
             "uvicorn": {"handlers": ["stderr"], "level": level.upper(), "propagate": False},
@@ -136,16 +137,17 @@ def uvicorn_log_config(level: str = "warning") -> dict[str, Any]:
 
 async def serve_http_async(
     engine: Engine | EngineHolder, *, host: str = "127.0.0.1", port: int = 8000, stateless: bool = False,
-    log_level: str = "warning",
+    path: str = "/mcp", log_level: str = "warning",
 ) -> None:
     """Serve :func:`http_app` with uvicorn on the running event loop (beside other tasks that
-    share the engine's state, such as a holder's upstreams or the approval page)."""
+    share the engine's state, such as a holder's upstreams or the approval page). The one place
+    an HTTP server is started (:func:`mcpaql.serving.serve` and :func:`serve_http` end here)."""
     import uvicorn
 
     configure_logging()
     if host not in LOCAL_HOSTS:
         log.warning("serving on %s: reachable beyond this machine and without DNS-rebinding protection", host)
-    app = http_app(engine, stateless=stateless, host=host)
+    app = http_app(engine, stateless=stateless, path=path, host=host)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=uvicorn_log_config(log_level),
                                           log_level=log_level))
     await server.serve()
@@ -155,11 +157,8 @@ def serve_http(
     engine: Engine, host: str = "127.0.0.1", port: int = 8000, stateless: bool = False, *, path: str = "/mcp",
     log_level: str = "warning",
 ) -> None:
-    """Run uvicorn serving :func:`http_app` until interrupted (blocking)."""
-    import uvicorn
-
-    configure_logging()
-    if host not in LOCAL_HOSTS:
-        log.warning("serving on %s: reachable beyond this machine and without DNS-rebinding protection", host)
-    app = http_app(engine, stateless=stateless, path=path, host=host)
-    uvicorn.run(app, host=host, port=port, log_config=uvicorn_log_config(log_level), log_level=log_level)
+    """Blocking form of :func:`serve_http_async` for scripts, until interrupted (quietly, as
+    ``uvicorn.run`` was)."""
+    with contextlib.suppress(KeyboardInterrupt):
+        run_served(lambda: serve_http_async(engine, host=host, port=port, stateless=stateless, path=path,
+                                            log_level=log_level))

@@ -20,22 +20,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import mcp_types as types
-from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.sse import sse_client
-from pydantic import TypeAdapter
 
 from ... import reaper
-from ...mcp.client import streamable_http_transport
+from ...mcp.upstream import (
+    CONNECTION_CLOSED,
+    INVALID_REQUEST,
+    HttpLane,
+    InvalidResult,
+    Lane,
+    RPCError,
+    SessionExpired,
+    UpstreamClient,
+    http_transport,
+    lane_available,
+    open_upstream,
+    stdio_transport,
+)
 from ...protocol.context import Context
 from ...protocol.errors import MCPAQLError
-from .http_lane import HttpLane, SessionExpired
-from .lane import InvalidResult, Lane, lane_available, lane_stdio_client
 from .ops import upstream_error
 
 log = logging.getLogger("mcpaql.upstream")
 
-_RAW_RESULT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 _CONNECTION_ERRORS = (
     anyio.ClosedResourceError,
     anyio.BrokenResourceError,
@@ -151,7 +157,7 @@ class Upstream:
     last_error: str | None = None
 
     def __post_init__(self) -> None:
-        self._client: Client | None = None
+        self._client: UpstreamClient | None = None
         self._lane: Lane | HttpLane | None = None  # the direct lane calls take, while connected
         self._http_lane: HttpLane | None = None  # one pooled HTTP client for the upstream's lifetime
         self._session_id: str | None = None
@@ -206,13 +212,12 @@ class Upstream:
         if s.command is not None:
             env = {**os.environ, **(s.env or {})} if s.env else None
             self.transport_used = "stdio"
-            params = StdioServerParameters(command=s.command, args=list(s.args), env=env, cwd=s.cwd)
-            if lane_available():  # tools/call goes straight over the pipes (see lane.py)
+            if lane_available():  # tools/call goes straight over the pipes (see mcp/lane.py)
                 self._lane = Lane(self.name)
-                return lane_stdio_client(params, self._lane)
+                return stdio_transport(s.command, s.args, env, s.cwd, lane=self._lane)
             # The SDK spawns it: still under the reaper shim, so it cannot outlive the wrapper.
             command, *args = reaper.guarded(s.command, s.args, env, s.cwd)
-            return StdioServerParameters(command=command, args=args, env=env, cwd=s.cwd)
+            return stdio_transport(command, args, env, s.cwd)
         headers: dict[str, str] = {}
         for k, v in (s.headers or {}).items():
             missing = [n for n in re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", v) if not os.environ.get(n)]
@@ -222,15 +227,15 @@ class Upstream:
             headers[k] = expand_env(v).strip()
         if s.transport == "sse" or self._sse_fallback:
             self.transport_used = "sse"
-            return sse_client(str(s.url), headers=headers or None)
+            return http_transport(str(s.url), headers or None, sse=True)
         self.transport_used = "streamable_http"
         self._session_id = None
         if not lane_available():
-            return streamable_http_transport(str(s.url), headers or None)
-        if self._http_lane is None:  # tools/call goes straight to the pooled client (see http_lane.py)
+            return http_transport(str(s.url), headers or None)
+        if self._http_lane is None:  # tools/call goes straight to the pooled client (see mcp/http_lane.py)
             self._http_lane = HttpLane(self.name, str(s.url), headers or None, self._spawn)
             self._http_lane.on_list_changed = lambda: self._spawn(self.refresh)
-        return streamable_http_transport(str(s.url), headers or None, on_session_id=self._heard_session)
+        return http_transport(str(s.url), headers or None, on_session_id=self._heard_session)
 
     def _heard_session(self, session_id: str) -> None:
         self._session_id = session_id
@@ -246,21 +251,19 @@ class Upstream:
         while not self._stop.is_set():
             self.state = "connecting" if not self._ready.is_set() else "restarting"
             try:
-                async with Client(
+                async with open_upstream(
                     self._transport(),
-                    mode="legacy",
-                    message_handler=self._on_message,
                     # handshake and tools/list: no shorter than the connect budget; calls: call_timeout
-                    read_timeout_seconds=None
+                    read_timeout=None
                     if self.spec.call_timeout is None
                     else max(self.spec.call_timeout, self.spec.connect_timeout),
-                    cache=None,
+                    on_tools_changed=self._tools_changed,
+                    on_transport_error=self._transport_error,
                 ) as client:
                     self._client = client
                     self.protocol_version = client.protocol_version
-                    info = client.server_info
-                    self.server_info = info.model_dump(exclude_none=True) if info is not None else {}
-                    self.tools = await self._list_tools(client)
+                    self.server_info = client.server_info
+                    self.tools = await client.list_tools()
                     if self._http_lane is not None and self.transport_used == "streamable_http":
                         self._http_lane.attach(self._session_id, client.protocol_version)
                         self._lane = self._http_lane
@@ -296,27 +299,12 @@ class Upstream:
             await anyio.sleep(backoff)
             backoff = min(backoff * 2, self.max_backoff)
 
-    async def _list_tools(self, client: Client) -> list[dict[str, Any]]:
-        """Every page of ``tools/list``, each definition exactly as the upstream sent it.
-
-        Raw, not ``Client.list_tools``: the SDK's ``Tool`` model drops fields it does not know
-        (vendor extensions, newer annotation hints), and captures promise what was received.
-        """
-        tools: list[dict[str, Any]] = []
-        cursor: str | None = None
-        while True:
-            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            res = await client.session.send_request(types.ListToolsRequest(params=params), _RAW_RESULT)
-            tools.extend(t for t in res.get("tools") or [] if isinstance(t, dict) and isinstance(t.get("name"), str))
-            cursor = res.get("nextCursor")
-            if not isinstance(cursor, str) or not cursor:
-                return tools
-
-    async def _on_message(self, msg: Any) -> None:
-        if isinstance(msg, types.ToolListChangedNotification) and self._tg is not None:
+    def _tools_changed(self) -> None:
+        if self._tg is not None:
             self._tg.start_soon(self.refresh)
-        elif isinstance(msg, Exception):
-            log.warning("upstream %s: transport error: %s", self.name, msg)
+
+    def _transport_error(self, error: Exception) -> None:
+        log.warning("upstream %s: transport error: %s", self.name, error)
 
     async def refresh(self) -> None:
         """Re-read the tool list (on ``tools/list_changed``) and tell the owner."""
@@ -324,7 +312,7 @@ class Upstream:
         if client is None:
             return
         try:
-            self.tools = await self._list_tools(client)
+            self.tools = await client.list_tools()
         except Exception as e:
             log.warning("upstream %s: tools/list after list_changed failed: %s", self.name, e)
             return
@@ -346,13 +334,13 @@ class Upstream:
             {"upstream": self.name, "upstream_tool": tool, "retryable": True},
         )
 
-    def _session_gone(self, e: MCPError) -> bool:
+    def _session_gone(self, e: RPCError) -> bool:
         """The SDK transport's rendering of a 404 on our session ("Session terminated", or the
         server's own JSON-RPC error such as "Session not found"): re-initialize, as the lane does."""
         return (
             self.transport_used == "streamable_http"
-            and e.code == types.INVALID_REQUEST
-            and re.search(r"\bsession\b.*\b(terminated|not found|expired|unknown)\b", e.error.message, re.I) is not None
+            and e.code == INVALID_REQUEST
+            and re.search(r"\bsession\b.*\b(terminated|not found|expired|unknown)\b", e.message, re.I) is not None
         )
 
     def _bad_result(self, tool: str, why: str) -> MCPAQLError:
@@ -396,29 +384,18 @@ class Upstream:
             raise self._unavailable(tool)
         lane = self._lane
         try:
-            if lane is not None:
-                if not lane.open:  # the pipe is gone; the supervisor is about to notice
-                    self.mark_broken()
-                    raise self._unavailable(tool)
-                result = await lane.call(tool, arguments, progress=progress, timeout=self.spec.call_timeout)
-            else:
-                # The raw request, not Client.call_tool: a proxy forwards the upstream's result as
-                # it came (unknown fields included) and the caller validates it; the typed path
-                # would parse it into models, revalidate it against the output schema and dump it.
-                result = await client.session.send_request(
-                    types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments)),
-                    _RAW_RESULT,
-                    request_read_timeout_seconds=self.spec.call_timeout,
-                    progress_callback=progress,
-                )
-        except MCPError as e:
+            if lane is not None and not lane.open:  # the pipe is gone; the supervisor is about to notice
+                self.mark_broken()
+                raise self._unavailable(tool)
+            result = await client.call_tool(tool, arguments, lane=lane, progress=progress, timeout=self.spec.call_timeout)
+        except RPCError as e:
             if self._session_gone(e):
                 raise SessionExpired from None
-            if e.code == types.CONNECTION_CLOSED:
+            if e.code == CONNECTION_CLOSED:
                 self.mark_broken()
                 raise self._unavailable(tool) from None
-            data = e.error.data
-            msg = e.error.message + (f" ({data})" if isinstance(data, str) and data else "")
+            data = e.data
+            msg = e.message + (f" ({data})" if isinstance(data, str) and data else "")
             raise upstream_error(msg, tool=tool, rpc_code=e.code) from None
         except (*_CONNECTION_ERRORS, RuntimeError):
             # RuntimeError: a transport used after it closed (its text is an object repr, never shown)

@@ -1,6 +1,6 @@
 """A replay MCP server: serves a captured ``tools/list`` over stdio, for offline tests and benches.
 
-``python -m mcpaql.adapters.upstream.replay FIXTURE.tools-list.json [--control] [--http PORT [--json-response]]``
+``python -m mcpaql.mcp.replay FIXTURE.tools-list.json [--control] [--http PORT [--json-response]]``
 
 Over stdio by default; ``--http PORT`` serves streamable HTTP on 127.0.0.1:PORT/mcp instead (event-stream
 answers, or plain JSON ones with ``--json-response``), for the HTTP upstream lane's tests and bench.
@@ -146,7 +146,7 @@ def serve_http(path: str, control: bool, port: int, json_response: bool, record:
 
 def argv_for(fixture: str | os.PathLike[str], control: bool = False, record: str | os.PathLike[str] | None = None) -> list[str]:
     """The command line that starts a replay server for ``fixture`` (for UpstreamSpec.from_argv)."""
-    return [sys.executable, "-m", "mcpaql.adapters.upstream.replay", str(fixture), *(["--control"] if control else []),
+    return [sys.executable, "-m", "mcpaql.mcp.replay", str(fixture), *(["--control"] if control else []),
             *(["--record", str(record)] if record else [])]
 
 

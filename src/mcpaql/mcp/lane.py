@@ -40,7 +40,7 @@ from mcp import MCPError, StdioServerParameters
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
-from ... import reaper
+from .. import reaper
 
 log = logging.getLogger("mcpaql.upstream")
 

@@ -1,0 +1,127 @@
+"""One way to serve: :func:`serve` takes a source and a :class:`ServeOptions` and runs it.
+
+Every serving command (``serve``, ``wrap``, ``openapi``, ``guard``) and every script ends here,
+so the transports, the log format (:data:`mcpaql.mcp.transports.LOG_FORMAT`), the "serving on"
+line and the human channel of a served safety loop (the approval page) are decided once.
+
+A *source* is an :class:`~mcpaql.protocol.dispatch.Engine`, an engine holder (an engine rebuilt
+while serving, e.g. wrapped upstreams), or an async context manager yielding either (an adapter
+runtime that owns upstream connections or HTTP clients): it is opened on the serving event loop,
+so its connections and the MCP server share one loop, and closed when serving ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .config import Config
+from .protocol.dispatch import Engine
+
+if TYPE_CHECKING:
+    from .mcp.server import EngineHolder
+    from .safety.channel import ChannelOptions
+    from .safety.install import Safety, SafetyConfig
+
+TRANSPORTS = ("stdio", "http")
+
+Source = Any  # Engine | EngineHolder | AbstractAsyncContextManager[Engine | EngineHolder]
+
+
+def _default_channel() -> ChannelOptions:
+    from .safety.channel import ChannelOptions
+
+    return ChannelOptions()
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """Everything a serving command was asked for, built once (``mcpaql.cli`` makes it from the
+    serving flags every serving command shares).
+
+    ``config`` and ``safety`` are what the *source* is built with (tool names, mode, allowed
+    categories; the safety layer); the rest is how it is served.
+    """
+
+    config: Config = field(default_factory=Config)
+    safety: SafetyConfig | None = None
+    transport: str = "stdio"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    stateless: bool = False
+    path: str = "/mcp"
+    log_level: int = logging.WARNING
+    channel: ChannelOptions = field(default_factory=_default_channel)
+
+    def __post_init__(self) -> None:
+        if self.transport not in TRANSPORTS:
+            raise ValueError("transport must be stdio or http")
+
+
+def announce(line: str) -> None:
+    """One line for the operator on stderr (stdout is the wire in stdio mode)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+@contextlib.asynccontextmanager
+async def _opened(source: Source) -> AsyncIterator[Engine | EngineHolder]:
+    if isinstance(source, AbstractAsyncContextManager) or (hasattr(source, "__aenter__") and not isinstance(source, Engine)):
+        async with source as opened:
+            yield opened
+    else:
+        yield source
+
+
+async def serve_async(
+    source: Source,
+    options: ServeOptions,
+    *,
+    safety: Safety | None = None,
+    on_open: Callable[[Any], None] | None = None,
+    always_channel: bool = False,
+) -> None:
+    """Serve ``source`` on the running event loop until the client hangs up (stdio) or the
+    server is stopped (HTTP).
+
+    A served safety loop (``safety``, or the opened holder's ``safety``) gets its human channel
+    beside the server; ``always_channel`` opens it whatever the loop mode (``mcpaql guard``).
+    ``on_open(holder)`` runs once the source is open, before serving (it must return at once).
+    Raises :class:`~mcpaql.safety.channel.ChannelError` for a channel that cannot work and
+    ``ConnectionError``/``ValueError`` for a source that cannot open.
+    """
+    from .mcp.server import current_engine
+    from .mcp.transports import configure_logging, serve_http_async, serve_stdio
+
+    configure_logging(options.log_level)
+    async with _opened(source) as holder, contextlib.AsyncExitStack() as stack:
+        if on_open is not None:
+            on_open(holder)
+        served = safety or getattr(holder, "safety", None)
+        if served is not None:
+            from .safety.channel import human_channel, wants_channel
+
+            if always_channel or wants_channel(served.config):
+                await stack.enter_async_context(human_channel(served, options.channel, announce))
+        if options.transport == "stdio":
+            await serve_stdio(holder)
+            return
+        name = current_engine(holder).registry.display_name if isinstance(holder, Engine) else None
+        announce(
+            f"serving {name + ' ' if name else ''}on http://{options.host}:{options.port}{options.path}"
+            + (" (stateless)" if options.stateless else "")
+        )
+        await serve_http_async(holder, host=options.host, port=options.port, stateless=options.stateless, path=options.path)
+
+
+def serve(source: Source, options: ServeOptions | None = None, **kw: Any) -> None:
+    """Blocking :func:`serve_async` on the serving event loop (uvloop when installed). Ctrl-C
+    ends it quietly, as ``uvicorn.run`` does (uvicorn re-raises the signal it captured)."""
+    from .mcp.transports import run_served
+
+    with contextlib.suppress(KeyboardInterrupt):
+        run_served(lambda: serve_async(source, options or ServeOptions(), **kw))
