@@ -71,8 +71,26 @@ def _check(name: str, instance: Any) -> None:
         raise AssertionError(f"{name}.schema.json rejects the response:\n{msgs}\n{shown}")
 
 
+def is_batch_response(env: Any) -> bool:
+    return isinstance(env, dict) and env.get("success") is True and "results" in env and "summary" in env
+
+
+def assert_valid_batch(env: Any) -> None:
+    """A batch response against batch-operation.schema.json and, unless it halted for
+    confirmation (``halted_at``/``pending_operations``, which operation-result cannot express:
+    docs/conformance.md decision B1), operation-result.schema.json too. Top-level ``warnings``
+    (WARN §6.5, decision B2) is the one key batch-operation lacks; it is checked by operation-result."""
+    _check("batch-operation", {k: v for k, v in env.items() if k != "warnings"})
+    if "halted_at" not in env and "pending_operations" not in env:
+        _check("operation-result", env)
+
+
 def assert_valid_envelope(env: Any) -> None:
-    """Validate one response envelope against operation-result.schema.json (REQ-RSP-011)."""
+    """Validate one response envelope against operation-result.schema.json (REQ-RSP-011);
+    batch responses against batch-operation.schema.json as well (:func:`assert_valid_batch`)."""
+    if is_batch_response(env):
+        assert_valid_batch(env)
+        return
     _check("operation-result", env)
 
 

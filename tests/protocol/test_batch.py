@@ -62,7 +62,9 @@ def test_stop_on_failure(h):
         {"operation": "list_tasks"},
     ], _stop_on_failure=True)
     assert len(env["results"]) == 2
-    assert env["summary"] == {"total": 4, "succeeded": 1, "failed": 1, "halted": True, "pending": 2}
+    assert env["summary"] == {"total": 4, "succeeded": 1, "failed": 1, "pending": 2}
+    assert env["pending_operations"] == [{"index": 2, "operation": "list_tasks"}, {"index": 3, "operation": "list_tasks"}]
+    assert "halted_at" not in env  # halted_at is for CONFIRMATION_REQUIRED (batch-operation.schema.json)
 
 
 def test_item_validation_is_the_normal_pipeline(h):
@@ -152,5 +154,15 @@ def test_REQ_WARN_009_item_warnings_are_collapsed_onto_the_batch() -> None:
     req = {"operations": [{"operation": "get_thing", "params": {"thing_id": str(i)}} for i in range(3)]}
     env = asyncio.run(eng.call_tool("warny_mcpaql_read", req, eng.context(s)))
     assert env["success"] and env["summary"]["succeeded"] == 3
-    assert all(r["result"]["warnings"][0]["code"] == "DEPRECATION_WARNING" for r in env["results"])
+    assert all(set(r["result"]) == {"success", "data"} for r in env["results"])  # batch-operation item shape
     assert len(env["warnings"]) == 1 and env["warnings"][0]["details"]["occurrence_count"] == 3
+
+
+def test_batch_over_the_limit_has_no_details_REQ_BATCH_schema(h):
+    """batch-operation.schema.json's failure response allows only ``code`` + ``message``."""
+    from aql_support import _check
+
+    env = batch(h, [{"operation": "list_tasks"}] * 101)
+    assert env["error"] == {"code": "BATCH_VALIDATION_ERROR", "message": "A batch holds up to '100' operations, got '101'"}
+    _check("batch-operation", env)
+    _check("operation-result", env)
