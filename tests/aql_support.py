@@ -95,8 +95,12 @@ def assert_valid_envelope(env: Any) -> None:
 
 
 def assert_valid_introspection(env: Any) -> None:
-    """Validate an introspection response against introspection-response.schema.json."""
-    _check("introspection-response", env)
+    """Validate an introspection response against introspection-response.schema.json — a failure
+    without its ``error.details``, which that schema forbids but mcpaql keeps on every
+    operation's errors, introspect's too (docs/conformance.md decision E2) — and operation-result."""
+    from mcpaql.conformance.evidence import without_error_details
+
+    _check("introspection-response", without_error_details(env))
     _check("operation-result", env)
 
 
@@ -114,11 +118,16 @@ LEAK_PATTERNS = (
     re.compile(r"line \d+"),
     re.compile(r"<[a-zA-Z_.]+ object at 0x"),
 )
+# The spec's conformance runner's own forbidden-message patterns (mcpaql.conformance.grade).
+RUNNER_LEAK_PATTERNS = tuple(
+    re.compile(p, re.I)
+    for p in (r"typeerror", r"referenceerror", r"syntaxerror", r"at\s+\S+", r"/src/", r"/node_modules/", r"\.ts:\d+", r"\.js:\d+")
+)
 
 
 def assert_no_leak(text: str) -> None:
     """Error messages never leak internals (REQ-RSP-013)."""
-    for rx in LEAK_PATTERNS:
+    for rx in LEAK_PATTERNS + RUNNER_LEAK_PATTERNS:
         assert not rx.search(text), f"message leaks internals ({rx.pattern!r}): {text[:300]!r}"
 
 

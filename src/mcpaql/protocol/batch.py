@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .envelope import failure, success
-from .errors import MCPAQLError, internal_error
+from .errors import MCPAQLError, internal_error, repr_list
 from .schema import json_type_of
 
 if TYPE_CHECKING:
@@ -54,21 +54,15 @@ def item_result(result: dict[str, Any]) -> dict[str, Any]:
     return {"success": False, "error": result["error"]}
 
 
-def _quoted(names: list[str]) -> str:
-    return ", ".join(f"'{n}'" for n in names)
-
-
 async def run_batch(engine: Engine, request: dict[str, Any], ctx: Context, family: Any, tool: str) -> dict[str, Any]:
     items = request["operations"]
     extra = [k for k in request if k not in ("operations", "operation") and not k.startswith("_")]
     if extra:
-        raise _batch_error(
-            f"A batch request takes only 'operations'; unexpected: {_quoted(extra)}"
-        )
+        raise _batch_error(f"A batch request takes only 'operations'; unexpected: {repr_list(extra)}")
     if not isinstance(items, list):
         raise _batch_error(f"'operations' must be an array, got '{json_type_of(items)}'")
     if not items:
-        raise _batch_error("'operations' must contain at least one operation")
+        raise _batch_error("'operations' must contain one or more operations")
     if len(items) > MAX_BATCH:
         raise _batch_error(f"A batch holds up to '{MAX_BATCH}' operations, got '{len(items)}'")
     stop_on_failure = request.get("_stop_on_failure") is True
@@ -79,9 +73,7 @@ async def run_batch(engine: Engine, request: dict[str, Any], ctx: Context, famil
     warnings: list[dict[str, Any]] = []
     for index, item in enumerate(items):
         name = item.get("operation") if isinstance(item, dict) else None
-        item_ctx = engine.context(
-            ctx.session, progress_sink=ctx.progress_sink, extensions=ctx.extensions, logger=ctx.logger
-        )
+        item_ctx = engine.context(ctx.session, progress_sink=ctx.progress_sink, extensions=ctx.extensions, logger=ctx.logger)
         if not isinstance(item, dict) or not isinstance(name, str):
             result = failure(_item_error(f"'operations[{index}]' must be an object with a string 'operation'", index))
         elif "operations" in item:
