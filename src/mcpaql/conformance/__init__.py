@@ -186,7 +186,8 @@ def apply_runner_grade(report: Report, grade: Grade) -> None:
         for t in cat.tests:
             if t.result == "FAIL" or (t.result == "WARN" and not cat.required):
                 n += 1
-                status = Status.FAIL if t.result == "FAIL" else Status.WARN
+                # the runner's category result: a failing test fails a MUST category, warns a SHOULD one
+                status = Status.FAIL if t.result == "FAIL" and cat.required else Status.WARN
                 report.results.append(
                     CheckResult(f"RUNNER-{n}", f"Spec runner: {t.name}", target, status, ("REQ-CONF-001",), t.detail)
                 )

@@ -25,6 +25,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +98,7 @@ def js_stringify(value: Any) -> str | None:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        if not math.isfinite(value):
-            return "null"
-        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
+        return js_number(value) if math.isfinite(value) else "null"
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list):
@@ -108,6 +107,29 @@ def js_stringify(value: Any) -> str | None:
         parts = [f"{json.dumps(str(k), ensure_ascii=False)}:{s}" for k, v in value.items() if (s := js_stringify(v)) is not None]
         return "{" + ",".join(parts) + "}"
     return json.dumps(str(value))
+
+
+def js_number(x: float) -> str:
+    """``String(x)`` for a finite double: the shortest round-trip digits (as Python's ``repr``)
+    laid out by ECMAScript's Number::toString rules (plain between 1e-7 and 1e21)."""
+    if x == 0:
+        return "0"
+    d = Decimal(repr(x))
+    sign, digits_t, exp = d.as_tuple()
+    digits = "".join(map(str, digits_t)).rstrip("0") or "0"
+    assert isinstance(exp, int)
+    k = len(digits)
+    n = exp + len(digits_t)  # the decimal point sits after n digits
+    if k <= n <= 21:
+        s = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        s = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        s = "0." + "0" * -n + digits
+    else:
+        e = n - 1
+        s = digits[0] + ("." + digits[1:] if k > 1 else "") + "e" + ("+" if e >= 0 else "-") + str(abs(e))
+    return ("-" if sign else "") + s
 
 
 def _js_json(value: Any) -> str:
