@@ -8,6 +8,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -86,3 +88,35 @@ def test_leak_patterns_are_the_runners(message: str) -> None:
 def test_leak_examples() -> None:
     assert runner_leaks("must be at least 1") and runner_leaks("Invalid format 'x'")
     assert not runner_leaks("Missing required parameter 'query' (expected 'string')")
+
+
+REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "spec" / "tests" / "conformance" / "evidence"
+MCPAQL = str(Path(sys.executable).with_name("mcpaql"))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in REFERENCE.glob("*.json")))
+def test_grade_cli_on_reference_bundles_like_verify_fixtures(name: str) -> None:
+    """Each reference bundle states the level and exit code the runner gives it (verify-fixtures)."""
+    bundle = json.loads((REFERENCE / name).read_text())
+    level = str(bundle.get("expected_level", 1))
+    p = subprocess.run([MCPAQL, "conformance", "grade", str(REFERENCE / name), "--level", level], capture_output=True, text=True)
+    tier1_code = 0 if name == "reference-semantic-warn.json" else bundle.get("expected_exit_code", 0)
+    assert p.returncode == tier1_code, p.stdout  # the CLI grades Tier 1 (the spec README's command)
+    assert p.stdout.startswith(f"Implementation: {bundle['implementation']}")
+    from mcpaql.conformance import grade_bundle
+
+    both = grade_bundle(bundle, int(level), REFERENCE.parents[2] / "schemas", tier="both")
+    assert both.exit_code == bundle.get("expected_exit_code", 0)  # verify-fixtures runs both tiers
+    j = subprocess.run(
+        [MCPAQL, "conformance", "grade", str(REFERENCE / name), "--format", "json"], capture_output=True, text=True
+    )
+    assert json.loads(j.stdout)["exitCode"] == j.returncode
+
+
+@pytest.mark.parametrize("content", [None, "not json", "[1, 2]"])
+def test_grade_cli_refuses_unreadable_evidence_in_one_line(tmp_path: Path, content: str | None) -> None:
+    path = tmp_path / "evidence.json"
+    if content is not None:
+        path.write_text(content)
+    p = subprocess.run([MCPAQL, "conformance", "grade", str(path)], capture_output=True, text=True)
+    assert p.returncode == 3 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr

@@ -44,10 +44,10 @@ def runner() -> Path:
     return RUNNER
 
 
-def run_runner(evidence: Path, level: int) -> tuple[int, dict[str, Any]]:
+def run_runner(evidence: Path, level: int, tier: str = "1") -> tuple[int, dict[str, Any]]:
     """``node run-conformance-tests.mjs test EVIDENCE --level N --tier 1 --format json``."""
     p = subprocess.run(
-        ["node", str(RUNNER), "test", str(evidence), "--level", str(level), "--tier", "1", "--format", "json"],
+        ["node", str(RUNNER), "test", str(evidence), "--level", str(level), "--tier", tier, "--format", "json"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -60,12 +60,12 @@ def shape(report: dict[str, Any]) -> list[tuple[str, str, list[tuple[str, str]]]
     return [(c["name"], c["result"], [(t["name"], t["result"]) for t in c["tests"]]) for c in report["categories"]]
 
 
-def assert_agree(bundle: dict[str, Any], path: Path) -> dict[int, tuple[int, dict[str, Any]]]:
+def assert_agree(bundle: dict[str, Any], path: Path, tier: str = "1") -> dict[int, tuple[int, dict[str, Any]]]:
     """The runner and grade.py agree test by test at both levels; returns the runner's reports."""
     out = {}
     for level in (1, 2):
-        code, theirs = run_runner(path, level)
-        ours = grade_bundle(json.loads(json.dumps(bundle)), level, SCHEMAS)
+        code, theirs = run_runner(path, level, tier)
+        ours = grade_bundle(json.loads(json.dumps(bundle)), level, SCHEMAS, tier)
         assert shape(ours.to_dict()) == shape(theirs), (level, theirs)
         assert ours.exit_code == code and ours.conformance_level == theirs["conformanceLevel"]
         out[level] = (code, theirs)
@@ -181,7 +181,8 @@ BREAKS = [
 @pytest.mark.parametrize("name", sorted(p.name for p in REFERENCE.glob("*.json")))
 def test_grade_agrees_on_the_reference_bundles(runner: Path, name: str) -> None:
     path = REFERENCE / name
-    assert_agree(json.loads(path.read_text()), path)
+    for tier in ("1", "both"):
+        assert_agree(json.loads(path.read_text()), path, tier)
 
 
 @pytest.mark.parametrize("how", BREAKS)
