@@ -223,7 +223,8 @@ class Report:
     def claim(self) -> str:
         if self.achieved_level == 0:
             return f"Not MCP-AQL conformant (spec {self.spec_version})"
-        return f"MCP-AQL Level {self.achieved_level} Conformant (spec {self.spec_version})"
+        unverified = ", round trip not verified" if self.unverified else ""
+        return f"MCP-AQL Level {self.achieved_level} Conformant (spec {self.spec_version}{unverified})"
 
     def summary_line(self) -> str:
         s = self.summary()
