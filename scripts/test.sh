@@ -7,5 +7,7 @@ EXTRAS=test source "$ROOT/scripts/venv.sh"
 if [ -x "$ROOT/scripts/upstreams.sh" ]; then
   bash "$ROOT/scripts/upstreams.sh"
 fi
+# The spec's own conformance runner (npm ci, pinned by its lockfile): its verdicts are tested.
+bash "$ROOT/tests/conformance/install_spec_runner.sh"
 cd "$ROOT"
 exec "$ROOT/.venv/bin/python" -m pytest "$@"

@@ -71,14 +71,36 @@ def _check(name: str, instance: Any) -> None:
         raise AssertionError(f"{name}.schema.json rejects the response:\n{msgs}\n{shown}")
 
 
+def is_batch_response(env: Any) -> bool:
+    return isinstance(env, dict) and env.get("success") is True and "results" in env and "summary" in env
+
+
+def assert_valid_batch(env: Any) -> None:
+    """A batch response against batch-operation.schema.json and, unless it halted for
+    confirmation (``halted_at``/``pending_operations``, which operation-result cannot express:
+    docs/conformance.md decision B1), operation-result.schema.json too. Top-level ``warnings``
+    (WARN §6.5, decision B2) is the one key batch-operation lacks; it is checked by operation-result."""
+    _check("batch-operation", {k: v for k, v in env.items() if k != "warnings"})
+    if "halted_at" not in env and "pending_operations" not in env:
+        _check("operation-result", env)
+
+
 def assert_valid_envelope(env: Any) -> None:
-    """Validate one response envelope against operation-result.schema.json (REQ-RSP-011)."""
+    """Validate one response envelope against operation-result.schema.json (REQ-RSP-011);
+    batch responses against batch-operation.schema.json as well (:func:`assert_valid_batch`)."""
+    if is_batch_response(env):
+        assert_valid_batch(env)
+        return
     _check("operation-result", env)
 
 
 def assert_valid_introspection(env: Any) -> None:
-    """Validate an introspection response against introspection-response.schema.json."""
-    _check("introspection-response", env)
+    """Validate an introspection response against introspection-response.schema.json — a failure
+    without its ``error.details``, which that schema forbids but mcpaql keeps on every
+    operation's errors, introspect's too (docs/conformance.md decision E2) — and operation-result."""
+    from mcpaql.conformance.evidence import without_error_details
+
+    _check("introspection-response", without_error_details(env))
     _check("operation-result", env)
 
 
@@ -96,11 +118,16 @@ LEAK_PATTERNS = (
     re.compile(r"line \d+"),
     re.compile(r"<[a-zA-Z_.]+ object at 0x"),
 )
+# The spec's conformance runner's own forbidden-message patterns (mcpaql.conformance.grade).
+RUNNER_LEAK_PATTERNS = tuple(
+    re.compile(p, re.I)
+    for p in (r"typeerror", r"referenceerror", r"syntaxerror", r"at\s+\S+", r"/src/", r"/node_modules/", r"\.ts:\d+", r"\.js:\d+")
+)
 
 
 def assert_no_leak(text: str) -> None:
     """Error messages never leak internals (REQ-RSP-013)."""
-    for rx in LEAK_PATTERNS:
+    for rx in LEAK_PATTERNS + RUNNER_LEAK_PATTERNS:
         assert not rx.search(text), f"message leaks internals ({rx.pattern!r}): {text[:300]!r}"
 
 

@@ -735,13 +735,21 @@ def conformance(
     allow_network: Annotated[bool, typer.Option(
         help="Let probes carry non-loopback addresses and call open-world tools with an address")] = False,
 ) -> None:
-    """Test a live MCP-AQL server against the spec; exit 0 when the level is met."""
-    from .conformance import run_cli
+    """Test a live MCP-AQL server against the spec; exit 0 when the level is met.
+
+    ``mcpaql conformance grade EVIDENCE`` grades an evidence file the way the spec's runner does."""
+    from .conformance import grade_cli, run_cli
 
     if level not in (1, 2):
         _fail("--level must be 1 or 2")
     if fmt not in ("text", "json", "markdown"):
         _fail("--format must be text, json or markdown")
+    if server == "grade" and len(ctx.args) == 1:
+        output, code = grade_cli(ctx.args[0], level=level, fmt="json" if fmt == "json" else "text")
+        if code == 3:
+            _fail(output, 3)
+        print(output)
+        raise typer.Exit(code)
     target = _server_target(server, ctx.args)
     with _server_stderr(swap=True) as log:
         output, code = run_cli(target, level=level, fmt=fmt, evidence=evidence, read_only=read_only,

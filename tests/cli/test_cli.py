@@ -113,7 +113,8 @@ def test_wrap_memory_server_call_and_conformance() -> None:
     assert json.loads(r.stdout)["success"] is True
     r = run_cli("conformance", "--level", "1", "--read-only", "--", MCPAQL, "wrap", "--", mem, timeout=240)
     assert r.returncode == 0, r.stdout[-3000:]
-    assert "Level 1 MET" in r.stdout
+    # a read-only run cannot exercise the round trip: the verdict says so instead of MET
+    assert "Level 1 UNVERIFIED (RT-1 not run" in " ".join(r.stdout.split())
 
 
 def test_wrap_read_only_exposes_only_reads() -> None:

@@ -9,11 +9,10 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpaql.conformance import Report, Status, run_conformance
+from mcpaql.conformance import Report, Status, grade_bundle, run_conformance
 from mcpaql.mcp.client import connect
 
 from .conftest import SCHEMAS, demo_cmd
-from .fixture_grader import grade
 
 pytestmark = pytest.mark.e2e
 HAVE_SCHEMAS = (SCHEMAS / "introspection-response.schema.json").is_file()
@@ -62,5 +61,5 @@ def test_demo_meets_level2_in_every_mode(mode: str, tmp_path: Path) -> None:
     else:  # one mode served, both declared in _protocol.supported_modes
         assert r.modes == [mode] and "not exercised" in l21
     if HAVE_SCHEMAS:
-        results, code = grade(json.loads(json.dumps(r.evidence_bundle)), 1, SCHEMAS)
-        assert code == 0, results
+        g = grade_bundle(json.loads(json.dumps(r.evidence_bundle)), 1, SCHEMAS)
+        assert g.exit_code == 0, g.failures()

@@ -13,10 +13,9 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpaql.conformance import Report, Status, render, run_conformance, write_evidence
+from mcpaql.conformance import Report, Status, grade_bundle, render, run_conformance, write_evidence
 
 from .conftest import SCHEMAS, broken_cmd, tasks_cmd
-from .fixture_grader import grade
 
 pytestmark = pytest.mark.e2e
 HAVE_SCHEMAS = (SCHEMAS / "introspection-response.schema.json").is_file()
@@ -145,8 +144,8 @@ def test_all_mode_with_field_selection_is_level2(all_mode_fields: Report, tmp_pa
     assert bundle["endpoint_modes"] == ["crude", "single"]
     assert bundle["capabilities"] == {"field_selection": True, "batch_operations": True}
     if HAVE_SCHEMAS:  # graded the way the spec's fixture runner grades it
-        results, code = grade(bundle, 2, SCHEMAS)
-        assert code == 0, results
+        g = grade_bundle(bundle, 2, SCHEMAS)
+        assert g.exit_code == 0, g.failures()
 
 
 def test_suite_cleans_up_and_never_touches_foreign_records(all_mode: Report) -> None:
@@ -243,11 +242,11 @@ def test_defect_evidence_is_graded_as_failing_by_the_fixture_runner_model() -> N
     if not HAVE_SCHEMAS:
         pytest.skip("spec schemas not available")
     r = run(broken_cmd("traceback"), level=1)
-    results, code = grade(r.evidence_bundle, 1, SCHEMAS)
-    assert code == 1 and results["Error Quality"]["leak"] == "FAIL"
+    g = grade_bundle(r.evidence_bundle, 1, SCHEMAS)
+    assert g.exit_code == 1 and _result(g, "Error messages do not leak implementation internals") == "FAIL"
     r = run(broken_cmd("extra-keys"), level=1)
-    results, code = grade(r.evidence_bundle, 1, SCHEMAS)
-    assert code == 1 and results["Introspection Fidelity"]["details"] == "FAIL"
+    g = grade_bundle(r.evidence_bundle, 1, SCHEMAS)
+    assert g.exit_code == 1 and _result(g, "Operation detail payloads validate") == "FAIL"
 
 
 def test_without_schemas_structural_models_still_catch_extra_keys() -> None:
@@ -261,3 +260,8 @@ def test_without_schemas_structural_models_still_catch_extra_keys() -> None:
 def test_unreachable_server_is_fatal() -> None:
     r = run(["/nonexistent/mcp-server-binary"], level=1)
     assert r.fatal and r.exit_code == 3 and not r.met
+
+
+def _result(g, test: str) -> str:
+    """The runner's result for the test named ``test`` (mcpaql.conformance.grade)."""
+    return next(t.result for c in g.categories for t in c.tests if t.name == test)

@@ -4,6 +4,8 @@ operation-result.schema.json by the harness, including each item's ``result``.""
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from aql_support import CREATE, DELETE, READ, SINGLE
 from mcpaql import Config
@@ -62,7 +64,9 @@ def test_stop_on_failure(h):
         {"operation": "list_tasks"},
     ], _stop_on_failure=True)
     assert len(env["results"]) == 2
-    assert env["summary"] == {"total": 4, "succeeded": 1, "failed": 1, "halted": True, "pending": 2}
+    assert env["summary"] == {"total": 4, "succeeded": 1, "failed": 1, "pending": 2}
+    assert env["pending_operations"] == [{"index": 2, "operation": "list_tasks"}, {"index": 3, "operation": "list_tasks"}]
+    assert "halted_at" not in env  # halted_at is for CONFIRMATION_REQUIRED (batch-operation.schema.json)
 
 
 def test_item_validation_is_the_normal_pipeline(h):
@@ -152,5 +156,43 @@ def test_REQ_WARN_009_item_warnings_are_collapsed_onto_the_batch() -> None:
     req = {"operations": [{"operation": "get_thing", "params": {"thing_id": str(i)}} for i in range(3)]}
     env = asyncio.run(eng.call_tool("warny_mcpaql_read", req, eng.context(s)))
     assert env["success"] and env["summary"]["succeeded"] == 3
-    assert all(r["result"]["warnings"][0]["code"] == "DEPRECATION_WARNING" for r in env["results"])
+    assert all(set(r["result"]) == {"success", "data"} for r in env["results"])  # batch-operation item shape
     assert len(env["warnings"]) == 1 and env["warnings"][0]["details"]["occurrence_count"] == 3
+
+
+def test_batch_over_the_limit_has_no_details_REQ_BATCH_schema(h):
+    """batch-operation.schema.json's failure response allows only ``code`` + ``message``."""
+    from aql_support import _check
+
+    env = batch(h, [{"operation": "list_tasks"}] * 101)
+    assert env["error"] == {"code": "BATCH_VALIDATION_ERROR", "message": "A batch holds up to '100' operations, got '101'"}
+    _check("batch-operation", env)
+    _check("operation-result", env)
+
+
+_ITEM = st.one_of(
+    st.just({"operation": "list_tasks"}),
+    st.just({"operation": "get_task", "params": {"task_id": "t1"}}),
+    st.just({"operation": "get_task"}),
+    st.just({"operation": "nope"}),
+    st.just({"operation": "delete_task", "params": {"task_id": "t1"}}),
+    st.just({"operations": []}),
+    st.integers(),
+    st.dictionaries(st.sampled_from(["operation", "params", "x"]), st.none() | st.integers() | st.text(max_size=3), max_size=3),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(items=st.lists(_ITEM, min_size=1, max_size=8), stop=st.booleans())
+def test_batch_response_shape_property(h, items, stop):
+    """Any batch: valid against batch-operation (and operation-result unless halted — the harness
+    checks both), counts add up, and every item is reported exactly once."""
+    env = batch(h, items, **({"_stop_on_failure": True} if stop else {}))
+    s = env["summary"]
+    assert s["total"] == len(items)
+    assert s["succeeded"] + s["failed"] == len(env["results"])
+    reported = [r["index"] for r in env["results"]] + ([env["halted_at"]["index"]] if "halted_at" in env else [])
+    reported += [p["index"] for p in env.get("pending_operations", [])]
+    assert reported == list(range(len(items)))
+    assert s.get("pending", 0) == len(env.get("pending_operations", []))
+    assert all(set(r["result"]) in ({"success", "data"}, {"success", "error"}) for r in env["results"])

@@ -143,7 +143,9 @@ def test_missing_required_param_REQ_VAL_008(h):
 
 def test_missing_param_message_names_expected_type_REQ_RSP_015(h):
     e = err(h.call(READ, {"operation": "get_task"}))
-    assert e["message"] == "Missing required parameter 'task_id'. Expected: string (Task id)"
+    assert e["message"] == "Missing required parameter 'task_id' (expected 'string')"
+    # the description is free text: details, never the message (runner leak patterns, REQ-ERR-005)
+    assert e["details"]["description"] == "Task id" and e["details"]["expected_type"] == "string"
 
 
 def test_required_param_given_as_null_is_a_type_error_REQ_VAL_009(h):

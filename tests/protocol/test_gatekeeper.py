@@ -34,7 +34,7 @@ def test_each_operation_only_through_its_family_REQ_MODE_004_REQ_MODE_005(h, op,
 
 def test_mismatch_message_names_the_right_tool_REQ_MODE_006_REQ_MODE_007(h):
     e = h.call(CREATE, {"operation": "list_tasks"})["error"]
-    assert e["message"] == f"Operation 'list_tasks' must be called via {READ}, not {CREATE}"
+    assert e["message"] == f"Operation 'list_tasks' must be called via '{READ}', not '{CREATE}'"
 
 
 def test_mismatch_is_error_per_MCPI_reference_REQ_MCP_015(h):

@@ -58,7 +58,7 @@ def test_introspect_not_callable_through_other_families_REQ_MODE_005(h):
     env = h.call(CREATE, {"operation": "introspect", "params": {"query": "operations"}})
     assert env["success"] is False and env["error"]["code"] == "VALIDATION_ENDPOINT_MISMATCH"
     assert READ in env["error"]["message"]
-    assert "details" not in env["error"]  # introspection failures carry no details (C.2)
+    assert env["error"]["details"]["expected_endpoint"] == READ  # like every operation (decision E2)
 
 
 # ---- operations list ------------------------------------------------------------------------
@@ -324,11 +324,18 @@ def test_invalid_query_type_REQ_INTRO_020(h):
         ({"query": "operations", "bogus": 1}, "VALIDATION_UNKNOWN_PARAM"),
     ],
 )
-def test_introspection_failures_have_no_details_REQ_INTRO_020(h, params, code):
+def test_introspection_failures_carry_details_like_every_operation_REQ_INTRO_020(h, params, code):
+    """Decision E2 (docs/conformance.md): details on the wire, stripped from evidence."""
+    from mcpaql.conformance.evidence import clean_introspection
+
     env = h.introspect(**params)
     assert env["success"] is False
     assert env["error"]["code"] == code
-    assert set(env["error"]) == {"code", "message"}
+    assert set(env["error"]) == {"code", "message", "details"}
+    assert set(clean_introspection(env)["error"]) == {"code", "message"}
+    if code == "VALIDATION_UNKNOWN_PARAM":
+        assert env["error"]["details"]["unknown_params"] == ["bogus"]
+        assert "query" in env["error"]["details"]["valid_params"]
 
 
 # ---- filtering, consistency ---------------------------------------------------------------------

@@ -201,10 +201,15 @@ async def test_REQ_GATE_002_enforced_in_single_mode_and_batches(sqlite_store, as
         {"operation": "get_task", "params": {"task_id": "3"}},
     ]}, tool=tool)
     assert_valid_envelope(batch)
-    assert batch["summary"] == {"total": 3, "succeeded": 1, "failed": 0, "halted": True, "pending": 1}
-    halted = batch["results"][1]["result"]
-    assert halted["error"]["code"] == "CONFIRMATION_REQUIRED" and halted["confirmation"]["token"].startswith("conf_")
+    # batch-operation.schema.json's halted shape (docs/conformance.md decision B1)
+    assert batch["summary"] == {"total": 3, "succeeded": 1, "failed": 0, "halted": 1, "pending": 1}
+    assert [r["index"] for r in batch["results"]] == [0]
+    assert batch["halted_at"]["index"] == 1 and batch["halted_at"]["operation"] == "delete_task"
+    halted = batch["halted_at"]["result"]
+    assert halted["error"]["code"] == "CONFIRMATION_REQUIRED" and "confirmation" not in halted
+    assert batch["pending_operations"] == [{"index": 2, "operation": "get_task", "params": {"task_id": "3"}}]
     token = halted["error"]["details"]["confirmation_token"]
+    assert token.startswith("conf_")
     again = await h.raw({"operations": [{"operation": "delete_task", "params": {"task_id": "2", "_confirmation": token}}]},
                         tool=tool)
     assert again["summary"]["succeeded"] == 1 and h.app.deleted == ["2"]

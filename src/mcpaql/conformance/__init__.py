@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .evidence import build_bundle, clean_envelope, write_evidence
-from .model import CATEGORIES, Category, CheckResult, Exchange, Report, Status
+from .grade import Grade, grade_bundle, grade_file
+from .model import CATEGORIES, ROUND_TRIP, Category, CheckResult, Exchange, Report, Status
 from .render import FORMATS, render
 from .schemas import Validators, default_schema_dir
 from .suite import Suite
@@ -29,12 +30,16 @@ __all__ = [
     "Category",
     "CheckResult",
     "Exchange",
+    "Grade",
     "Report",
     "Status",
     "Validators",
     "build_bundle",
     "clean_envelope",
     "default_schema_dir",
+    "grade_bundle",
+    "grade_cli",
+    "grade_file",
     "render",
     "run_cli",
     "run_conformance",
@@ -120,6 +125,26 @@ def run_cli(
     return render(report, fmt, color=color), report.exit_code
 
 
+def grade_cli(
+    evidence: str | os.PathLike[str], *, level: int = 2, fmt: str = "text", schemas: str | os.PathLike[str] | None = None
+) -> tuple[str, int]:
+    """``mcpaql conformance grade EVIDENCE``: grade an evidence file as the spec's runner does
+    (``test EVIDENCE --level N --tier 1``); returns ``(output, exit_code)`` with the runner's exit
+    codes (0 met, 1 a MUST category failed, 2 a SHOULD category warned, 3 unreadable input)."""
+    import json
+
+    directory = schemas if schemas is not None else default_schema_dir()
+    if directory is None:
+        return "cannot grade: the spec's JSON schemas were not found (set MCPAQL_SPEC_SCHEMAS)", 3
+    try:
+        grade = grade_file(evidence, level, directory)
+    except ValueError as e:
+        return str(e), 3
+    if fmt == "json":
+        return json.dumps(grade.to_dict(), indent=2, ensure_ascii=False), grade.exit_code
+    return grade.render_text(), grade.exit_code
+
+
 async def _run(
     conn: Any, report: Report, level: int, read_only: bool, validators: Validators, allow_network: bool = False
 ) -> None:
@@ -142,3 +167,39 @@ async def _run(
                 f"(run with --allow-network to make them): {'; '.join(suite.held_back[:6])}"
             )
         report.evidence_bundle = build_bundle(report, suite.bundle)
+        if validators.directory is not None:
+            apply_runner_grade(report, grade_bundle(report.evidence_bundle, level, validators.directory))
+        report.unverified = unverified_reasons(report)
+
+
+def apply_runner_grade(report: Report, grade: Grade) -> None:
+    """Fold the spec runner's verdict on the evidence into the report: each runner test that
+    fails (or warns in a SHOULD category) becomes a result in the category of the same name, so
+    ``mcpaql conformance`` never says MET where ``run-conformance-tests.mjs`` fails."""
+    report.runner = grade
+    by_name = {c.name: c for c in CATEGORIES}
+    n = 0
+    for cat in grade.categories:
+        target = by_name.get(cat.name)
+        if target is None or (target.level > report.requested_level):
+            continue
+        for t in cat.tests:
+            if t.result == "FAIL" or (t.result == "WARN" and not cat.required):
+                n += 1
+                # the runner's category result: a failing test fails a MUST category, warns a SHOULD one
+                status = Status.FAIL if t.result == "FAIL" and cat.required else Status.WARN
+                report.results.append(
+                    CheckResult(f"RUNNER-{n}", f"Spec runner: {t.name}", target, status, ("REQ-CONF-001",), t.detail)
+                )
+
+
+def unverified_reasons(report: Report) -> list[str]:
+    """Why the round trip (a MUST category) was not exercised: a read-only run, no deletable
+    element type, records already present… — the verdict then says UNVERIFIED, not MET."""
+    return sorted(
+        {
+            f"{r.id} not run: {r.message}"
+            for r in report.results
+            if r.category is ROUND_TRIP and r.status is Status.SKIP and r.id in ("RT-1", "RT-2")
+        }
+    )

@@ -39,6 +39,14 @@ def clean_envelope(env: Any) -> Any:
     return out
 
 
+def without_error_details(env: Any) -> Any:
+    """``env`` without ``error.details``: introspection-response.schema.json forbids them, mcpaql
+    keeps them on introspect's errors like on every operation's (docs/conformance.md decision E2)."""
+    if isinstance(env, dict) and isinstance(env.get("error"), dict) and "details" in env["error"]:
+        return {**env, "error": {k: v for k, v in env["error"].items() if k != "details"}}
+    return env
+
+
 def clean_introspection(env: Any) -> Any:
     """An introspection envelope as introspection-response.schema.json allows it."""
     if not isinstance(env, dict):

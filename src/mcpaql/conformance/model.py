@@ -157,6 +157,10 @@ class Report:
     evidence_bundle: dict[str, Any] = field(default_factory=dict)
     exchanges: list[Exchange] = field(default_factory=list)  # every call made, in order (not serialized)
     fatal: str | None = None  # connection/discovery failure: nothing could be tested
+    # the spec runner's grade of evidence_bundle (mcpaql.conformance.grade.Grade), when schemas were found
+    runner: Any = None
+    # why a MUST check could not run (a read-only run, records already present): never "MET" then
+    unverified: list[str] = field(default_factory=list)
 
     # ---- aggregation -------------------------------------------------------------------
 
@@ -219,11 +223,12 @@ class Report:
     def claim(self) -> str:
         if self.achieved_level == 0:
             return f"Not MCP-AQL conformant (spec {self.spec_version})"
-        return f"MCP-AQL Level {self.achieved_level} Conformant (spec {self.spec_version})"
+        unverified = ", round trip not verified" if self.unverified else ""
+        return f"MCP-AQL Level {self.achieved_level} Conformant (spec {self.spec_version}{unverified})"
 
     def summary_line(self) -> str:
         s = self.summary()
-        verdict = "MET" if self.met else "NOT MET"
+        verdict = "NOT MET" if not self.met else f"UNVERIFIED ({'; '.join(self.unverified)})" if self.unverified else "MET"
         return (
             f"Level {self.requested_level} {verdict}: {s['passed']} passed, {s['warned']} warned, "
             f"{s['failed']} failed, {s['skipped']} skipped"
@@ -255,6 +260,9 @@ class Report:
             "requestedLevel": self.requested_level,
             "conformanceLevel": self.achieved_level,
             "met": self.met,
+            "verified": not self.unverified,
+            "unverified": self.unverified,
+            "runner": self.runner.to_dict() if self.runner is not None else None,
             "claim": self.claim(),
             "readOnly": self.read_only,
             "allowNetwork": self.allow_network,

@@ -32,6 +32,7 @@ from typing import Any
 import anyio
 
 from . import network
+from .evidence import without_error_details
 from .model import (
     CONSTRAINTS,
     ERRORS,
@@ -1725,6 +1726,7 @@ class Suite:
         if both:
             status, msg = PASS, "semantic family tools and the single tool are both exposed"
         elif covers and consistent:
+            self.declared_both_modes = True  # the evidence documents both (EVIDENCE-FORMAT: endpoint_modes)
             other = "single" if "semantic" in modes else "semantic"
             status, msg = (
                 PASS,
@@ -1918,8 +1920,9 @@ class Suite:
             if p:
                 shape_bad.append(f"{_op_of(ex)}: {'; '.join(p[:2])}")
                 evid.append(ex)
-            elif intro and self.v.problems("introspection_response", ex.envelope):
-                shape_bad.append(f"introspect failure: {'; '.join(self.v.problems('introspection_response', ex.envelope)[:2])}")
+            elif intro and (ip := self.v.problems("introspection_response", without_error_details(ex.envelope))):
+                # error.details is allowed on introspect failures (decision E2); the rest must fit the schema
+                shape_bad.append(f"introspect failure: {'; '.join(ip[:2])}")
                 evid.append(ex)
         self.add(
             "EQ-1",
@@ -2140,6 +2143,11 @@ class Suite:
             modes.append("crude" if fams <= {"create", "read", "update", "delete", "execute"} else "semantic")
         if "single" in self.report.modes:
             modes.append("single")
+        if getattr(self, "declared_both_modes", False):  # one mode served, both declared (L2-1 PASS)
+            if not {"crude", "semantic"} & set(modes):
+                modes.insert(0, "crude")  # the semantic families mcpaql serves are the CRUDE ones
+            if "single" not in modes:
+                modes.append("single")
         b["endpoint_modes"] = modes
         b["introspection"] = {
             "operations_list": self.ops_env,

@@ -474,9 +474,9 @@ def _link_and_note_operations(app: Adapter, db: store.DB) -> None:
             author: Who wrote the note.
         """
         if task_id is None and project_id is None:
-            raise missing_param("task_id", "create_note", "string (or give project_id instead)")
+            raise missing_param("task_id", "create_note", "string", description="Give 'task_id' or 'project_id'")
         if task_id is not None and project_id is not None:
-            raise invalid_value("project_id", "exclusive", "must not be given with task_id; a note belongs to one of them")
+            raise invalid_value("project_id", "exclusive", "must not be given with 'task_id'; a note belongs to one of them")
         return Note.model_validate(store.create_note(db, body=body, task_id=task_id, project_id=project_id, author=author))
 
     @app.read(

@@ -244,7 +244,7 @@ def _name_taken(conn: sqlite3.Connection, name: str, except_id: str | None = Non
     if row is not None and row[0] != except_id:
         raise MCPAQLError(
             "CONFLICT_ALREADY_EXISTS",
-            f"A project named '{name.strip()}' already exists ({row[0]}). Choose another name or use that project.",
+            f"A project named '{name.strip()}' already exists ('{row[0]}'). Choose another name or use the existing project.",
             {"resource_type": "project", "resource_id": row[0], "field": "name"},
         )
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import MCPAQLError, invalid_value, missing_param
+from .errors import MCPAQLError, invalid_value, missing_param, repr_list
 from .limits import encoding_error
 from .operations import NO_DEFAULT, OperationSpec, ParamSpec
 from .schema import type_label
@@ -127,11 +127,11 @@ class CompiledOperation:
                     unknown.append(k)
         if unknown:
             if strict:
-                listed = ", ".join(f"'{u}'" for u in unknown)
+                listed = repr_list(unknown)
                 raise MCPAQLError(
                     "VALIDATION_UNKNOWN_PARAM",
                     f"Unknown parameter(s) for operation '{op}': {listed}. "
-                    f"Valid parameters: {', '.join(self.valid_params) or '(none)'}",
+                    f"Valid parameters: {repr_list(self.valid_params) or '(none)'}",
                     {"operation": op, "unknown_params": unknown, "valid_params": self.valid_params},
                 )
             warnings.append(
@@ -144,10 +144,7 @@ class CompiledOperation:
         for p in self.required:
             if p.name not in values:
                 missing = [q.name for q in self.required if q.name not in values]
-                err = missing_param(p.name, op, _expected(p))
-                if len(missing) > 1 and err.details is not None:
-                    err.details["missing_params"] = missing
-                raise err
+                raise missing_param(p.name, op, type_label(p.schema), description=p.description or None, missing=missing)
         checkers = self.checkers
         for k, v in values.items():
             p = params[k]
@@ -191,7 +188,3 @@ def _nullable(p: ParamSpec) -> bool:
         return True
     return any(isinstance(v, dict) and v.get("type") == "null" for v in s.get("anyOf") or ())
 
-
-def _expected(p: ParamSpec) -> str:
-    label = type_label(p.schema)
-    return f"{label} ({p.description})" if p.description else label

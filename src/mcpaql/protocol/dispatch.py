@@ -200,7 +200,9 @@ class Engine:
         try:
             return await self._execute(request, ctx, family, tool)
         except MCPAQLError as e:
-            return failure(e, with_details=op_name != "introspect")
+            # introspect errors carry details like every operation's (unknown_params, valid_params…);
+            # introspection-response.schema.json forbids them, so evidence strips them (decision E2).
+            return failure(e)
         except Exception:
             log.exception("operation %r failed", op_name)
             return failure(internal_error())
@@ -216,7 +218,7 @@ class Engine:
         if "operations" in request and request.get("operation", BATCH_OPERATION) == BATCH_OPERATION:
             return await run_batch(self, request, ctx, family, tool)
         if "operation" not in request:
-            raise missing_param("operation", expected="string (an operation name; introspect lists them)")
+            raise missing_param("operation", expected="string", description="An operation name; introspect lists them")
         name = request["operation"]
         if not isinstance(name, str):
             raise invalid_type("operation", "string", json_type_of(name))
@@ -278,7 +280,7 @@ class Engine:
             size = len(text) if text.isascii() else len(text.encode("utf-8"))
         except (ValueError, UnicodeEncodeError):
             log.error("a response could not be serialized as UTF-8 JSON (NaN/Infinity or a lone surrogate)")
-            envelope = failure(internal_error("the operation returned a value that is not valid JSON"))
+            envelope = failure(internal_error("the operation returned a non-JSON value"))
             return json.dumps(envelope, separators=(",", ":")), is_error(envelope)
         limit = self.config.limits.max_response_size
         if size > limit:

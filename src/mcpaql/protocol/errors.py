@@ -96,14 +96,43 @@ class MCPAQLError(Exception):
 # ---- constructors for the common cases: one message template per code (ERR §4) -----------
 
 
-def missing_param(name: str, operation: str | None = None, expected: str | None = None) -> MCPAQLError:
-    msg = f"Missing required parameter '{name}'"
-    if expected:
-        msg += f". Expected: {expected}"
+def missing_param(
+    name: str,
+    operation: str | None = None,
+    expected: str | None = None,
+    *,
+    description: str | None = None,
+    missing: list[str] | None = None,
+) -> MCPAQLError:
+    """VALIDATION_MISSING_PARAM naming every missing parameter in the message (REQ-ERR-005).
+
+    Only names and the type label are quoted into the message; free text (a parameter's
+    description) goes to ``details.description`` — quoted into a message it could read like
+    leaked internals to a client (the spec runner matches ``/at\\s+\\S+/i``)."""
+    names = missing if missing and len(missing) > 1 else [name]
+    msg = f"Missing required parameters: {repr_list(names)}"
+    if len(names) == 1:
+        msg = f"Missing required parameter '{name}'" + (f" (expected '{expected}')" if expected else "")
     details: dict[str, Any] = {"param_name": name}
     if operation:
         details["operation"] = operation
+    if expected:
+        details["expected_type"] = expected
+    if description:
+        details["description"] = description
+    if len(names) > 1:
+        details["missing_params"] = names
     return MCPAQLError("VALIDATION_MISSING_PARAM", msg, details)
+
+
+def repr_q(value: Any) -> str:
+    """A dynamic value as messages show it: in single quotes (REQ-ERR-005)."""
+    return f"'{value}'"
+
+
+def repr_list(values: Any) -> str:
+    """Names as messages list them: each in single quotes, comma separated."""
+    return ", ".join(repr_q(v) for v in values)
 
 
 def invalid_type(name: str, expected: str, actual: str) -> MCPAQLError:

@@ -21,7 +21,7 @@ def check_endpoint(
     right = tool_for_family.get(op.family, op.family)
     raise MCPAQLError(
         "VALIDATION_ENDPOINT_MISMATCH",
-        f"Operation '{op.name}' must be called via {right}, not {this_tool}",
+        f"Operation '{op.name}' must be called via '{right}', not '{this_tool}'",
         {"operation": op.name, "expected_endpoint": right, "actual_endpoint": this_tool},
     )
 

@@ -204,7 +204,7 @@ def _numeric_steps(s: dict[str, Any]) -> list[Checker]:
             def step(v: Any, path: str, bound: float = bound, op: Any = op, words: str = words,
                      key: str = key) -> Any:
                 if isinstance(v, int | float) and not isinstance(v, bool) and not op(v, bound):
-                    raise invalid_value(path, key, words.format(bound) + f", got {v}", **{key: bound})
+                    raise invalid_value(path, key, words.format(f"'{bound}'") + f", got '{v}'", **{key: bound})
                 return v
 
             steps.append(step)
@@ -219,9 +219,9 @@ def _string_steps(s: dict[str, Any]) -> list[Checker]:
         def length(v: Any, path: str) -> Any:
             if isinstance(v, str):
                 if isinstance(lo, int) and len(v) < lo:
-                    raise invalid_value(path, "minLength", f"must be at least {lo} characters", minLength=lo)
+                    raise invalid_value(path, "minLength", f"must have '{lo}' or more characters", minLength=lo)
                 if isinstance(hi, int) and len(v) > hi:
-                    raise invalid_value(path, "maxLength", f"must be at most {hi} characters", maxLength=hi)
+                    raise invalid_value(path, "maxLength", f"must have up to '{hi}' characters", maxLength=hi)
             return v
 
         steps.append(length)
@@ -268,9 +268,9 @@ def _array_steps(s: dict[str, Any], closed: bool, memo: Memo) -> list[Checker]:
         if not isinstance(v, list):
             return v
         if isinstance(lo, int) and len(v) < lo:
-            raise invalid_value(path, "minItems", f"must have at least {lo} items", minItems=lo)
+            raise invalid_value(path, "minItems", f"must have '{lo}' or more items", minItems=lo)
         if isinstance(hi, int) and len(v) > hi:
-            raise invalid_value(path, "maxItems", f"must have at most {hi} items", maxItems=hi)
+            raise invalid_value(path, "maxItems", f"must have up to '{hi}' items", maxItems=hi)
         if item_check:
             v = [item_check(x, f"{path}[{i}]") for i, x in enumerate(v)]
         if unique:
@@ -301,9 +301,10 @@ def _object_step(s: dict[str, Any], closed: bool, memo: Memo) -> Checker | None:
     def obj(v: Any, path: str) -> Any:
         if not isinstance(v, dict):
             return v
-        for r in required:
-            if r not in v:
-                raise missing_param(f"{path}.{r}", expected=type_label(props.get(r, {})))
+        absent = [f"{path}.{r}" for r in required if r not in v]
+        if absent:
+            first = absent[0].rsplit(".", 1)[1]
+            raise missing_param(absent[0], expected=type_label(props.get(first, {})), missing=absent)
         out: dict[str, Any] = {}
         unknown = []
         for k, x in v.items():

@@ -244,7 +244,7 @@ def _with_danger_note(safety: Safety, spec: OperationSpec) -> OperationSpec:
     danger = safety.gatekeeper.danger_of_spec(spec)
     permission, _ = safety.gatekeeper.decide(spec.name, danger)
     what = {"allow": "allowed", "confirm": "requires confirmation (resend with params._confirmation)",
-            "deny": "denied at this adapter's trust level", "introspect_only": "denied at this adapter's trust level"}
+            "deny": "denied by this adapter's trust level", "introspect_only": "denied by this adapter's trust level"}
     note = f" Danger level: {danger.level.label}; {what[permission]}."
     return replace(spec, description=spec.description.rstrip() + note)
 

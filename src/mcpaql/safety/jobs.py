@@ -362,7 +362,7 @@ class Jobs:
             raise MCPAQLError(
                 "VALIDATION_INVALID_VALUE",
                 f"Execution '{execution_id}' cannot be retried here: its parameters are only kept by the process "
-                "that started it; start the operation again",
+                "which started it; start the operation again",
                 {"param_name": "execution_id", "constraint": "retry_unavailable", "status": rec["status"]},
             )
         self._session_hook(ctx.session)

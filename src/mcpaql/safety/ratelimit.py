@@ -124,7 +124,7 @@ class RateLimiter:
     def _exceeded(rule: RateRule, w: Window) -> MCPAQLError:
         return MCPAQLError(
             "RATE_LIMIT_EXCEEDED",
-            f"Rate limit of {rule.limit} requests per {rule.window} reached",
+            f"Rate limit of '{rule.limit}' requests per '{rule.window}' reached",
             {"limit": rule.limit, "remaining": 0, "window": rule.window, "resets_at": iso(w.resets_at),
              "retry_after_seconds": w.retry_after(), "scope": rule.scope},
         )
@@ -134,7 +134,7 @@ class RateLimiter:
         if q.hard_stop is not None and current >= q.hard_stop:
             raise MCPAQLError(
                 "RATE_LIMIT_QUOTA_EXHAUSTED",
-                "Quota exhausted",
+                f"Quota '{q.metric}' exhausted ('{current}' of '{q.hard_stop}')",
                 {"metric": q.metric, "current": current, "hard_stop_threshold": q.hard_stop,
                  "resets_at": iso(w.resets_at), "retry_after_seconds": w.retry_after()},
             )
@@ -152,8 +152,8 @@ class RateLimiter:
                         details["hard_stop_threshold"] = q.hard_stop
                     raise MCPAQLError(
                         "RATE_LIMIT_QUOTA_PAUSE",
-                        "Quota pause threshold reached; resend with params._quota_continue set to the "
-                        "confirmation_token to continue",
+                        f"Quota '{q.metric}' pause threshold '{q.pause}' reached; resend with "
+                        "'params._quota_continue' set to the 'confirmation_token' to continue",
                         details,
                     )
                 await self.tokens.redeem("quota_continue", token, spec.name, values, *self.tokens.caller(ctx))

@@ -61,7 +61,7 @@ def parse_aggregate(value: Mapping[str, Any] | None, support: AggregationSupport
     if not value:
         return []
     if len(value) > MAX_EXPRESSIONS:
-        raise invalid_value("aggregate", "maxProperties", f"may hold at most {MAX_EXPRESSIONS} expressions")
+        raise invalid_value("aggregate", "maxProperties", f"may hold up to '{MAX_EXPRESSIONS}' expressions")
     exprs: list[AggregateExpr] = []
     for label, expr in value.items():
         path = f"aggregate.{label}"
@@ -99,7 +99,7 @@ def parse_aggregate(value: Mapping[str, Any] | None, support: AggregationSupport
                 raise invalid_value(
                     path,
                     "aggregate_function",
-                    "needs at least one of: count: true, sum, avg, min, max",
+                    "needs one or more of: 'count': true, 'sum', 'avg', 'min', 'max'",
                     supported_functions=list(support.functions),
                 )
             fns.append(("count", None))  # bare group_by counts per group

@@ -49,7 +49,7 @@ def as_record(item: Any) -> dict[str, Any]:
         return dataclasses.asdict(item)
     if isinstance(item, Mapping):
         return dict(item)
-    raise internal_error("a collection operation returned an item that is not an object")
+    raise internal_error("a collection operation returned a non-object item")
 
 
 def get_path(record: Mapping[str, Any], path: str) -> Any:

@@ -97,7 +97,7 @@ def parse_filter(value: Mapping[str, Any] | None, filterable: Mapping[str, Seque
         allowed = filterable[key]
         if isinstance(spec, dict):
             if not spec:
-                raise invalid_value(f"filter.{key}", "operator", "must name at least one operator", operators=list(allowed))
+                raise invalid_value(f"filter.{key}", "operator", "must name one or more operators", operators=list(allowed))
             for op, operand in spec.items():
                 out.append(_condition(key, op, operand, allowed))
         else:
