@@ -392,9 +392,6 @@ class Suite:
                 self.report.notes.append(f"cleanup: {op}({params}) failed: {e}")
         self.created.clear()
 
-    def exchanges_by_args(self, args: list[dict[str, Any]]) -> list[Exchange]:
-        return [ex for ex in self.exchanges if ex.arguments in args]
-
     # ---- evidence ---------------------------------------------------------------------------------
 
     def finish_bundle(self) -> None:
