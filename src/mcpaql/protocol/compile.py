@@ -22,12 +22,7 @@ from .operations import NO_DEFAULT, OperationSpec, ParamSpec
 from .schema import type_label
 from .validate import Checker, compile_schema
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
 _RESERVED_KEYS = frozenset({"operation", "params"})
-
-
-def camel_to_snake(name: str) -> str:
-    return _CAMEL.sub(r"_\1", name).lower()
 
 
 def _contains_nul(value: Any) -> bool:

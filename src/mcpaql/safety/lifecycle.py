@@ -83,12 +83,6 @@ class Executions:
         raise MCPAQLError("CONFLICT_VERSION_MISMATCH", f"Execution '{eid}' changed concurrently; retry",
                           {"resource_type": "execution", "resource_id": eid})
 
-    async def running_for(self, agent: str | None = None) -> list[dict[str, Any]]:
-        where: dict[str, Any] = {"status": State.RUNNING.value}
-        if agent is not None:
-            where["element_name"] = agent
-        return await self.store.scan(NS_EXECUTION, where)
-
     async def fail_session(self, session_id: str) -> int:
         """Session end: in-progress executions of that session become ``cancelled`` (REQ-EXEC-013)."""
         n = 0
