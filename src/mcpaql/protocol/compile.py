@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import MCPAQLError, invalid_value, missing_param, repr_list
+from .errors import MCPAQLError, invalid_type, invalid_value, missing_param, repr_list
 from .limits import encoding_error
 from .operations import NO_DEFAULT, OperationSpec, ParamSpec
 from .schema import type_label
@@ -88,11 +88,7 @@ class CompiledOperation:
         if raw_params is None:
             raw_params = {}
         elif not isinstance(raw_params, dict):
-            raise MCPAQLError(
-                "VALIDATION_INVALID_TYPE",
-                f"Parameter 'params' expected 'object', got '{_jt(raw_params)}'",
-                {"param_name": "params", "expected_type": "object", "actual_type": _jt(raw_params)},
-            )
+            raise invalid_type("params", "object", _jt(raw_params))
         values: dict[str, Any] = {}
         meta: dict[str, Any] = {}
         unknown: list[str] = []

@@ -64,7 +64,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ..protocol.categories import Category
 from ..protocol.context import Context, ProgressSink
-from ..protocol.errors import MCPAQLError
+from ..protocol.errors import MCPAQLError, not_found_resource
 from ..protocol.extension import Extension
 from ..protocol.operations import OperationSpec, ParamSpec, TypeRef, TypeSpec
 from ..protocol.session import Session
@@ -332,8 +332,7 @@ class Jobs:
     async def _record(self, eid: str) -> dict[str, Any]:
         rec = await self.executions.get(eid) if isinstance(eid, str) else None
         if rec is None or rec.get("kind") != KIND or rec.get("adapter") != self.adapter:
-            raise MCPAQLError("NOT_FOUND_RESOURCE", f"Resource 'execution' not found: '{eid}'",
-                              {"resource_type": "execution", "resource_id": eid})
+            raise not_found_resource("execution", eid)
         return await self._reap_if_orphaned(rec)
 
     async def get_state(self, execution_id: str) -> dict[str, Any]:

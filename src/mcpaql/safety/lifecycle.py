@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..protocol.errors import MCPAQLError
+from ..protocol.errors import MCPAQLError, not_found_resource
 from ..protocol.lifecycle import (
     ADAPTER_STATES,
     RETRY_AS_NEW,
@@ -61,8 +61,7 @@ class Executions:
         for _ in range(8):
             rec = await self.get(eid)
             if rec is None:
-                raise MCPAQLError("NOT_FOUND_RESOURCE", f"Resource 'execution' not found: '{eid}'",
-                                  {"resource_type": "execution", "resource_id": eid})
+                raise not_found_resource("execution", eid)
             try:
                 nxt = apply(rec["status"], event)
             except ValueError as e:
