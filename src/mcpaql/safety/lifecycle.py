@@ -31,11 +31,23 @@ from ..store.base import NS_EXECUTION, Store
 from .audit import iso
 
 __all__ = ["ADAPTER_STATES", "LIFECYCLE_INFO", "RETRY_AS_NEW", "TERMINAL", "TRANSITIONS", "Event", "Executions",
-           "State", "allowed_events", "apply", "core_state", "lifecycle_info", "retry_plan"]
+           "State", "allowed_events", "apply", "core_state", "illegal_now", "lifecycle_info", "retry_plan"]
 
 # The safety loop's monitored executions: abort_execution cancels them; there is no retry
 # operation (an agent starts a new execution) and progress is reported as steps, not percentages.
 LIFECYCLE_INFO: dict[str, Any] = lifecycle_info(cancel=True, retry=False, progress=False)
+
+
+def illegal_now(status: str, message: str) -> MCPAQLError:
+    """``VALIDATION_INVALID_VALUE`` for an event the execution's state does not allow, with the
+    events it does allow (the same details for the safety loop and background jobs)."""
+    details = {
+        "param_name": "execution_id",
+        "constraint": "lifecycle",
+        "status": status,
+        "allowed_events": [ev.value for ev in allowed_events(status)],
+    }
+    return MCPAQLError("VALIDATION_INVALID_VALUE", message, details)
 
 
 class Executions:
@@ -65,11 +77,7 @@ class Executions:
             try:
                 nxt = apply(rec["status"], event)
             except ValueError as e:
-                raise MCPAQLError(
-                    "VALIDATION_INVALID_VALUE", f"Execution '{eid}': {e}",
-                    {"param_name": "execution_id", "constraint": "lifecycle", "status": rec["status"],
-                     "allowed_events": [ev.value for ev in allowed_events(rec["status"])]},
-                ) from None
+                raise illegal_now(rec["status"], f"Execution '{eid}': {e}") from None
             now = iso(self.clock())
             stamp: dict[str, Any] = {"status": nxt.value}
             if nxt is State.RUNNING and "started_at" not in rec:
