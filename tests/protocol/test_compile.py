@@ -8,7 +8,7 @@ import pytest
 from aql_support import CREATE, READ
 from mcpaql import Config
 from mcpaql.protocol.categories import Category
-from mcpaql.protocol.compile import CompiledOperation, camel_to_snake
+from mcpaql.protocol.compile import CompiledOperation
 from mcpaql.protocol.operations import OperationSpec, ParamSpec
 
 OWNER = {"name": "Ada", "address": {"street": "1 Rue"}}
@@ -312,11 +312,6 @@ def test_snake_case_wins_over_camel_alias_REQ_VAL_002(h):
 def test_enum_param_converted_for_handler_REQ_VAL_006(h):
     env = h.call(READ, {"operation": "list_tasks", "params": {"priority": "high"}})
     assert env["data"][0]["priority"] == "high"
-
-
-def test_camel_to_snake():
-    assert camel_to_snake("taskId") == "task_id"
-    assert camel_to_snake("nextActionHint") == "next_action_hint"
 
 
 def test_compiled_operation_direct_bind():

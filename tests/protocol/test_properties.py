@@ -19,7 +19,7 @@ from aql_support import (
     make_app,
     run,
 )
-from mcpaql import Config, Limits
+from mcpaql import Adapter, Config, Engine, Limits
 
 SETTINGS = settings(
     max_examples=150,
@@ -154,16 +154,56 @@ def test_mutated_raw_json_gets_a_valid_envelope_REQ_VAL_023(request, data):
     no_unexpected_internal_errors(env, request)
 
 
-@settings(max_examples=60, deadline=None, database=None)
-@given(depth=st.integers(1, 40), leaf=json_values, via=st.sampled_from(["dict", "list"]))
+def _nesting(value: Any) -> int:
+    """Container levels in ``value`` (a scalar is 0, ``[]`` and ``{}`` are 1)."""
+    if isinstance(value, dict):
+        return 1 + max((_nesting(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_nesting(v) for v in value), default=0)
+    return 0
+
+
+def _keeper_engine() -> Engine:
+    """An operation whose parameter takes any JSON, so only the nesting limit can refuse a value."""
+    app = Adapter("deep")
+
+    @app.read
+    def keep(payload: Any = None) -> dict[str, Any]:
+        """Return the payload as given."""
+        return {"payload": payload}
+
+    return app.engine(Config(mode="all", limits=Limits(max_nesting_depth=8)))
+
+
+KEEPER = _keeper_engine()
+# Well-formed leaves (no lone surrogates, no U+0000): the encoding checks must not refuse them first.
+_clean = st.text(alphabet=st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=10)
+clean_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _clean,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(_clean, children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(depth=st.integers(1, 40), leaf=clean_json_values, via=st.sampled_from(["dict", "list"]))
 def test_deep_nesting_is_rejected_cleanly_REQ_LIMIT_002(depth, leaf, via):
     value: Any = leaf
     for _ in range(depth):
         value = {"k": value} if via == "dict" else [value]
-    env = run(ENGINE.call_tool("tasks_mcpaql_read", {"operation": "echo", "params": {"text": value}},
-                               ENGINE.context(ENGINE.new_session())))
+    request = {"operation": "keep", "params": {"payload": value}}
+    env = run(KEEPER.call_tool("deep_mcpaql_read", request, KEEPER.context(KEEPER.new_session())))
     assert_valid_envelope(env)
-    assert env["success"] is False
+    levels = 2 + _nesting(value)  # the request object is level 1, ``params`` level 2
+    if levels <= 8:
+        assert env["success"] is True, env
+        assert env["data"] == {"payload": value}
+    else:
+        assert env["success"] is False
+        assert env["error"]["code"] == "VALIDATION_PAYLOAD_TOO_LARGE"
+        assert env["error"]["details"] == {
+            "limit_type": "nesting_depth", "limit_value": 8, "actual_value": 9, "unit": "levels"
+        }
 
 
 @settings(max_examples=15, deadline=None, database=None)

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from aql_support import LEAK_PATTERNS, assert_valid_introspection
@@ -279,16 +280,43 @@ async def test_retry_in_another_process_is_refused(world: World, sqlite_store: S
     assert env["error"]["details"]["constraint"] == "retry_unavailable"
 
 
-async def test_cancel_from_another_process_stops_task_at_next_checkpoint(world: World, sqlite_store: Store) -> None:
+# Run by a second interpreter: an adapter of the same name over the same SQLite file, which reads
+# the execution this process started and cancels it.
+CANCEL_ELSEWHERE = """
+import asyncio, json, sys
+from mcpaql import Adapter, Config, install_jobs
+
+async def main(store_url, eid):
+    app = Adapter("jobs")
+    jobs = install_jobs(app, store_url)
+    engine = app.engine(Config.load(env={}))
+    ctx = engine.context(engine.new_session())
+    seen = await engine.execute({"operation": "get_execution_state", "params": {"execution_id": eid}}, ctx)
+    cancel = await engine.execute({"operation": "cancel_execution", "params": {"execution_id": eid}}, ctx)
+    await jobs.close()
+    print(json.dumps({"seen": seen, "cancel": cancel}))
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+async def test_cancel_from_another_process_stops_task_at_next_checkpoint(world: World, tmp_path: Path) -> None:
     eid = (await world.call("rebuild_index", shard="s1"))["data"]["execution_id"]
     await world.started.wait()
-    other = World(sqlite_store)
-    env = await other.call("cancel_execution", execution_id=eid)
-    assert env["data"]["status"] == "cancelled"
+    db = tmp_path / "safety.db"  # the file the ``sqlite_store`` fixture behind ``world`` opened
+    assert db.exists()
+    # A real second OS process; anyio's runner keeps this event loop (and the running task) going.
+    done = await anyio.run_process([sys.executable, "-c", CANCEL_ELSEWHERE, f"sqlite:///{db}", eid], check=False)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    out = json.loads(done.stdout)
+    assert out["seen"]["data"]["status"] == "running", out  # the other process sees this one's execution
+    assert out["cancel"]["success"] and out["cancel"]["data"]["status"] == "cancelled", out
+    assert world.runs == 1 and not world.cancelled  # nothing here was told: only the store changed
     world.gate.set()  # the task reports progress next, sees the record cancelled and stops
     st = await world.jobs.wait(eid, 5)
     assert st["status"] == "cancelled" and "result" not in st and world.runs == 1
     assert not world.jobs._tasks
+    assert world.cancelled  # stopped at its checkpoint, not left to finish
 
 
 async def test_session_close_cancels_in_progress_executions(world: World) -> None:

@@ -83,10 +83,6 @@ class EngineHolderBase(ABC):
             raise RuntimeError(self.not_open_message)
         return self._engine
 
-    def engine_factory(self) -> Callable[[], Engine]:
-        """A callable returning the current engine (it changes when the tools change)."""
-        return lambda: self.engine
-
     def on_change(self, listener: Listener) -> None:
         self._listeners.append(listener)
 

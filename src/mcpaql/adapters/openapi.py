@@ -35,7 +35,7 @@ import yaml
 
 from ..config import Config
 from ..protocol.context import Context
-from ..protocol.errors import MCPAQLError
+from ..protocol.errors import MCPAQLError, internal_error
 from ..protocol.registry import Registry, SchemaError
 from ..protocol.schema import MAX_DEPTH, SchemaContext, SchemaTooComplex, pascal, resolve
 from .holder import EngineHolderBase
@@ -496,8 +496,7 @@ class OpenAPIRuntime(EngineHolderBase):
             value = expand_env(v).strip()
             problem = header_problem(k, value)
             if problem:  # the environment changed since start: say so, send nothing
-                raise MCPAQLError("INTERNAL_ERROR", f"Internal error: 'the configured {problem}; it was not sent'",
-                                  {"retryable": False})
+                raise internal_error(f"the configured {problem}; it was not sent", {"retryable": False})
             out[k] = value
         return out
 
@@ -548,8 +547,9 @@ class OpenAPIRuntime(EngineHolderBase):
             if refused:
                 raise MCPAQLError("PERMISSION_DENIED", f"{op}: the API address was refused: {refused}",
                                   {"operation": op, "upstream_tool": tool}) from None
-            raise MCPAQLError("INTERNAL_ERROR", f"Internal error: 'request to the API failed ({type(e).__name__})'",
-                              {"operation": op, "retryable": True}) from None
+            raise internal_error(
+                f"request to the API failed ({type(e).__name__})", {"operation": op, "retryable": True}
+            ) from None
         if resp.status_code >= 400:
             raise http_error(resp, op, redact=self._redactor(), keep=argument_strings(arguments), origin=tool)
         if not resp.content:
@@ -580,8 +580,7 @@ class OpenAPIRuntime(EngineHolderBase):
             await resp.aclose()
             resp = await self._http.send(nxt)
         if resp.next_request is not None:
-            raise MCPAQLError("INTERNAL_ERROR", f"Internal error: 'the API redirected more than {MAX_REDIRECTS} times'",
-                              {"operation": op, "retryable": False})
+            raise internal_error(f"the API redirected more than {MAX_REDIRECTS} times", {"operation": op, "retryable": False})
         return resp
 
 

@@ -16,18 +16,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import MCPAQLError, invalid_value, missing_param, repr_list
+from .errors import MCPAQLError, invalid_type, invalid_value, missing_param, repr_list
 from .limits import encoding_error
 from .operations import NO_DEFAULT, OperationSpec, ParamSpec
 from .schema import type_label
 from .validate import Checker, compile_schema
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
 _RESERVED_KEYS = frozenset({"operation", "params"})
-
-
-def camel_to_snake(name: str) -> str:
-    return _CAMEL.sub(r"_\1", name).lower()
 
 
 def _contains_nul(value: Any) -> bool:
@@ -93,11 +88,7 @@ class CompiledOperation:
         if raw_params is None:
             raw_params = {}
         elif not isinstance(raw_params, dict):
-            raise MCPAQLError(
-                "VALIDATION_INVALID_TYPE",
-                f"Parameter 'params' expected 'object', got '{_jt(raw_params)}'",
-                {"param_name": "params", "expected_type": "object", "actual_type": _jt(raw_params)},
-            )
+            raise invalid_type("params", "object", _jt(raw_params))
         values: dict[str, Any] = {}
         meta: dict[str, Any] = {}
         unknown: list[str] = []

@@ -175,5 +175,7 @@ def payload_too_large(limit_type: str, limit_value: int, actual_value: int, unit
     )
 
 
-def internal_error(description: str = "the operation failed unexpectedly") -> MCPAQLError:
-    return MCPAQLError("INTERNAL_ERROR", f"Internal error: '{description}'")
+def internal_error(description: str = "the operation failed unexpectedly", details: dict[str, Any] | None = None) -> MCPAQLError:
+    """INTERNAL_ERROR in its one message form; ``details`` says what failed (``retryable``,
+    the operation, the upstream) without putting it in the message."""
+    return MCPAQLError("INTERNAL_ERROR", f"Internal error: '{description}'", details)

@@ -60,15 +60,6 @@ class Extension:
         object.__setattr__(self, "introspect_queries", MappingProxyType(dict(self.introspect_queries)))
 
 
-def rewrite_all(specs: Iterable[OperationSpec], extensions: Iterable[Extension]) -> list[OperationSpec]:
-    """``specs`` after every extension's rewrite, in order."""
-    out = list(specs)
-    for ext in extensions:
-        if ext.rewrite is not None:
-            out = [ext.rewrite(s) for s in out]
-    return out
-
-
 @contextlib.asynccontextmanager
 async def _nothing() -> AsyncIterator[None]:
     yield None

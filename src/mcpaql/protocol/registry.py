@@ -161,10 +161,6 @@ class Registry:
     def types(self) -> list[TypeSpec]:
         return list(self._types.values())
 
-    def families_in_use(self) -> list[str]:
-        used = {op.family for op in self._ops.values()}
-        return [f for f in self.families if f in used]
-
     def default_introspect_family(self) -> str:
         if self.introspect_family:
             return self.introspect_family

@@ -35,7 +35,6 @@ from typing import Any
 
 TYPE_NAME_KEY = "x-mcpaql-type"
 RECURSIVE_KEY = "x-mcpaql-recursive"  # a recursion cut: the named type, shown by name
-_JSON_TYPES = ("string", "integer", "number", "boolean", "object", "array", "null")
 
 MAX_DEPTH = 64
 """Deepest resolved schema served (levels of properties/items/variants, references followed).
@@ -462,7 +461,3 @@ def json_type_of(value: Any) -> str:
     if isinstance(value, dict):
         return "object"
     return "unknown"
-
-
-def is_json_type(t: str) -> bool:
-    return t in _JSON_TYPES

@@ -64,12 +64,22 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ..protocol.categories import Category
 from ..protocol.context import Context, ProgressSink
-from ..protocol.errors import MCPAQLError
+from ..protocol.errors import MCPAQLError, not_found_resource
 from ..protocol.extension import Extension
 from ..protocol.operations import OperationSpec, ParamSpec, TypeRef, TypeSpec
 from ..protocol.session import Session
 from ..store.base import Store, open_store
-from .lifecycle import TERMINAL, Event, Executions, State, allowed_events, core_state, lifecycle_info, retry_plan
+from .lifecycle import (
+    TERMINAL,
+    Event,
+    Executions,
+    State,
+    allowed_events,
+    core_state,
+    illegal_now,
+    lifecycle_info,
+    retry_plan,
+)
 
 log = logging.getLogger("mcpaql.safety.jobs")
 
@@ -332,8 +342,7 @@ class Jobs:
     async def _record(self, eid: str) -> dict[str, Any]:
         rec = await self.executions.get(eid) if isinstance(eid, str) else None
         if rec is None or rec.get("kind") != KIND or rec.get("adapter") != self.adapter:
-            raise MCPAQLError("NOT_FOUND_RESOURCE", f"Resource 'execution' not found: '{eid}'",
-                              {"resource_type": "execution", "resource_id": eid})
+            raise not_found_resource("execution", eid)
         return await self._reap_if_orphaned(rec)
 
     async def get_state(self, execution_id: str) -> dict[str, Any]:
@@ -351,12 +360,9 @@ class Jobs:
         rec = await self._record(execution_id)
         plan = retry_plan(rec["status"])
         if plan is None:
-            raise MCPAQLError(
-                "VALIDATION_INVALID_VALUE",
-                f"Execution '{execution_id}' is {rec['status']}; only failed or cancelled executions can be retried",
-                {"param_name": "execution_id", "constraint": "lifecycle", "status": rec["status"],
-                 "allowed_events": [e.value for e in allowed_events(rec["status"])]},
-            )
+            status = rec["status"]
+            why = "only failed or cancelled executions can be retried"
+            raise illegal_now(status, f"Execution '{execution_id}' is {status}; {why}")
         old = self._runs.get(execution_id)
         if old is None or rec["operation"] not in self._specs:
             raise MCPAQLError(

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..protocol.errors import MCPAQLError
+from ..protocol.errors import MCPAQLError, not_found_resource
 from ..protocol.lifecycle import (
     ADAPTER_STATES,
     RETRY_AS_NEW,
@@ -31,11 +31,23 @@ from ..store.base import NS_EXECUTION, Store
 from .audit import iso
 
 __all__ = ["ADAPTER_STATES", "LIFECYCLE_INFO", "RETRY_AS_NEW", "TERMINAL", "TRANSITIONS", "Event", "Executions",
-           "State", "allowed_events", "apply", "core_state", "lifecycle_info", "retry_plan"]
+           "State", "allowed_events", "apply", "core_state", "illegal_now", "lifecycle_info", "retry_plan"]
 
 # The safety loop's monitored executions: abort_execution cancels them; there is no retry
 # operation (an agent starts a new execution) and progress is reported as steps, not percentages.
 LIFECYCLE_INFO: dict[str, Any] = lifecycle_info(cancel=True, retry=False, progress=False)
+
+
+def illegal_now(status: str, message: str) -> MCPAQLError:
+    """``VALIDATION_INVALID_VALUE`` for an event the execution's state does not allow, with the
+    events it does allow (the same details for the safety loop and background jobs)."""
+    details = {
+        "param_name": "execution_id",
+        "constraint": "lifecycle",
+        "status": status,
+        "allowed_events": [ev.value for ev in allowed_events(status)],
+    }
+    return MCPAQLError("VALIDATION_INVALID_VALUE", message, details)
 
 
 class Executions:
@@ -61,16 +73,11 @@ class Executions:
         for _ in range(8):
             rec = await self.get(eid)
             if rec is None:
-                raise MCPAQLError("NOT_FOUND_RESOURCE", f"Resource 'execution' not found: '{eid}'",
-                                  {"resource_type": "execution", "resource_id": eid})
+                raise not_found_resource("execution", eid)
             try:
                 nxt = apply(rec["status"], event)
             except ValueError as e:
-                raise MCPAQLError(
-                    "VALIDATION_INVALID_VALUE", f"Execution '{eid}': {e}",
-                    {"param_name": "execution_id", "constraint": "lifecycle", "status": rec["status"],
-                     "allowed_events": [ev.value for ev in allowed_events(rec["status"])]},
-                ) from None
+                raise illegal_now(rec["status"], f"Execution '{eid}': {e}") from None
             now = iso(self.clock())
             stamp: dict[str, Any] = {"status": nxt.value}
             if nxt is State.RUNNING and "started_at" not in rec:
@@ -82,12 +89,6 @@ class Executions:
                 return done
         raise MCPAQLError("CONFLICT_VERSION_MISMATCH", f"Execution '{eid}' changed concurrently; retry",
                           {"resource_type": "execution", "resource_id": eid})
-
-    async def running_for(self, agent: str | None = None) -> list[dict[str, Any]]:
-        where: dict[str, Any] = {"status": State.RUNNING.value}
-        if agent is not None:
-            where["element_name"] = agent
-        return await self.store.scan(NS_EXECUTION, where)
 
     async def fail_session(self, session_id: str) -> int:
         """Session end: in-progress executions of that session become ``cancelled`` (REQ-EXEC-013)."""

@@ -40,7 +40,7 @@ from typing import Any
 from ..protocol.categories import Category
 from ..protocol.compile import CompiledOperation
 from ..protocol.context import Context
-from ..protocol.errors import MCPAQLError
+from ..protocol.errors import MCPAQLError, not_found_resource
 from ..protocol.operations import OperationSpec, ParamSpec, TypeRef, TypeSpec
 from ..store.base import NS_BLOCK, NS_MARK, NS_NOTIFY, NS_PAUSE, Store
 from .audit import Auditor, now_iso
@@ -394,8 +394,7 @@ class SafetyLoop:
         else:
             rec = await self.executions.get(eid)
             if rec is None or rec.get("element_name") != element or rec.get("identity") != agent:
-                raise MCPAQLError("NOT_FOUND_RESOURCE", f"Resource 'execution' not found: '{eid}'",
-                                  {"resource_type": "execution", "resource_id": eid})
+                raise not_found_resource("execution", eid)
         done = await self.executions.fire(eid, event, **{k: v for k, v in extra.items() if v is not None})
         await self.audit("EXECUTION_" + done["status"].upper(), agent=agent, element_name=element, execution_id=eid)
         pause = await self.store.get(NS_PAUSE, agent)

@@ -38,7 +38,7 @@ import yaml
 from ...config import Config
 from ...protocol.categories import Category
 from ...protocol.dispatch import Engine
-from ...protocol.errors import MCPAQLError
+from ...protocol.errors import internal_error
 from ...protocol.extension import Extension
 from ...protocol.operations import NO_DEFAULT, OperationSpec, ParamSpec, TypeRef
 from ...protocol.registry import Registry, SchemaError
@@ -220,8 +220,7 @@ class AdapterSchema:
                 else:
                     resp = await client.request(method, url, json=rest, headers=headers)
             except httpx.HTTPError as e:
-                raise MCPAQLError("INTERNAL_ERROR", f"Internal error: 'request to the target API failed ({type(e).__name__})'",
-                                  {"operation": name}) from None
+                raise internal_error(f"request to the target API failed ({type(e).__name__})", {"operation": name}) from None
             finally:
                 if http is None:
                     await client.aclose()

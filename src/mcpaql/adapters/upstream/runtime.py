@@ -37,7 +37,7 @@ from ...mcp.upstream import (
     stdio_transport,
 )
 from ...protocol.context import Context
-from ...protocol.errors import MCPAQLError
+from ...protocol.errors import MCPAQLError, internal_error
 from .ops import upstream_error
 
 log = logging.getLogger("mcpaql.upstream")
@@ -328,9 +328,8 @@ class Upstream:
     # ---- calls ----------------------------------------------------------------------------
 
     def _unavailable(self, tool: str) -> MCPAQLError:
-        return MCPAQLError(
-            "INTERNAL_ERROR",
-            f"Internal error: 'upstream {self.name} is unavailable ({self.state}); it is being restarted, retry shortly'",
+        return internal_error(
+            f"upstream {self.name} is unavailable ({self.state}); it is being restarted, retry shortly",
             {"upstream": self.name, "upstream_tool": tool, "retryable": True},
         )
 
@@ -345,9 +344,8 @@ class Upstream:
 
     def _bad_result(self, tool: str, why: str) -> MCPAQLError:
         """The upstream's answer is not a ``tools/call`` result: its fault, not the caller's input."""
-        return MCPAQLError(
-            "INTERNAL_ERROR",
-            f"Internal error: 'upstream tool {tool} sent an unusable result: {why}'",
+        return internal_error(
+            f"upstream tool {tool} sent an unusable result: {why}",
             {"upstream": self.name, "upstream_tool": tool, "retryable": False},
         )
 
