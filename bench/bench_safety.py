@@ -84,8 +84,9 @@ async def gate_overhead(n: int, store: Store) -> None:
         t1 = pc()
         first = await gated.execute(dreq, gated.context(sg))
         token = first["error"]["details"]["confirmation_token"]
-        ok = await gated.execute({"operation": "delete_item", "params": {"item_id": "x", "_confirmation": token}},
-                                 gated.context(sg))
+        ok = await gated.execute(
+            {"operation": "delete_item", "params": {"item_id": "x", "_confirmation": token}}, gated.context(sg)
+        )
         t2 = pc()
         assert ok["success"], ok
         base.append(t1 - t0)
@@ -125,8 +126,9 @@ async def guard_overhead(label: str, store: Store, n: int) -> None:
 
 async def loop_rate(label: str, store: Store, n: int) -> None:
     app = make_app()
-    install_safety(app, SafetyConfig(trust="validated", loop_mode="enforcing",
-                                     autonomy={"max_autonomous_steps": 10_000_000}), store=store)
+    install_safety(
+        app, SafetyConfig(trust="validated", loop_mode="enforcing", autonomy={"max_autonomous_steps": 10_000_000}), store=store
+    )
     eng = app.engine(Config.load(env={}))
     sess = eng.new_session()
     agents = [f"agent{i}" for i in range(16)]
@@ -134,8 +136,10 @@ async def loop_rate(label: str, store: Store, n: int) -> None:
         await eng.execute({"operation": "execute_agent", "params": {"element_name": a}}, eng.context(sess))
 
     def req(agent: str) -> dict:
-        return {"operation": "record_execution_step",
-                "params": {"element_name": agent, "next_action_hint": "read_file notes.txt", "outcome": "success"}}
+        return {
+            "operation": "record_execution_step",
+            "params": {"element_name": agent, "next_action_hint": "read_file notes.txt", "outcome": "success"},
+        }
 
     for _ in range(50):
         r = await eng.execute(req("agent0"), eng.context(sess))

@@ -31,12 +31,25 @@ from mcpaql.protocol.envelope import success
 from mcpaql.protocol.session import Session
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "surfaces"
-SURFACES = {"GitHub-89": ("github-mcp-all", "github"), "GitHub-44": ("github-mcp-default", "github"),
-            "Playwright-25": ("playwright-mcp", "playwright")}
+SURFACES = {
+    "GitHub-89": ("github-mcp-all", "github"),
+    "GitHub-44": ("github-mcp-default", "github"),
+    "Playwright-25": ("playwright-mcp", "playwright"),
+}
 TARGETS = {("GitHub-89", "semantic"): 1100, ("GitHub-89", "single"): 800}
 # The spec's Appendix A.2 pattern ("10 operations with introspection: ~2,600 tokens") on GitHub.
-TEN_GITHUB_OPS = ("get_file_contents", "list_issues", "issue_read", "issue_write", "search_code", "list_pull_requests",
-                  "pull_request_read", "create_branch", "push_files", "create_pull_request")
+TEN_GITHUB_OPS = (
+    "get_file_contents",
+    "list_issues",
+    "issue_read",
+    "issue_write",
+    "search_code",
+    "list_pull_requests",
+    "pull_request_read",
+    "create_branch",
+    "push_files",
+    "create_pull_request",
+)
 
 
 def load(fixture: str) -> list[dict[str, Any]]:
@@ -56,8 +69,11 @@ def engine(tools: list[dict[str, Any]], adapter: str, mode: str) -> Engine:
 def measure(label: str) -> dict[str, Any]:
     fixture, adapter = SURFACES[label]
     tools = load(fixture)
-    out: dict[str, Any] = {"tools": len(tools), "discrete": tokens.count_tools(tools),
-                           "discrete_as_sent": tokens.count_json(tools)}
+    out: dict[str, Any] = {
+        "tools": len(tools),
+        "discrete": tokens.count_tools(tools),
+        "discrete_as_sent": tokens.count_json(tools),
+    }
     for mode in ("semantic", "single", "all"):
         eng = engine(tools, adapter, mode)
         desc = " ".join(t.description for t in eng.tools)
@@ -79,6 +95,7 @@ def measure(label: str) -> dict[str, Any]:
         "sum_detail_over_sum_original": round(sum(r[2] for r in ratios) / sum(r[3] for r in ratios), 3),
         "max_ratio_vs_definition_as_sent": round(max(ratios_sent), 3),
     }
+
     def discovery_call(name: str) -> int:
         """Tokens of one detail round trip as the model sees it: the request and the envelope."""
         req = {"operation": "introspect", "params": {"query": "operations", "name": name}}
@@ -88,8 +105,11 @@ def measure(label: str) -> dict[str, Any]:
     if set(TEN_GITHUB_OPS) <= names:
         ten = sum(discovery_call(n) for n in TEN_GITHUB_OPS)
         out["ten_operations_with_introspection"] = {
-            "discrete": out["discrete"], "single": out["single"]["tokens"] + ten, "semantic": out["semantic"]["tokens"] + ten,
-            "discovery_calls": ten, "spec_appendix_a2": 2600,
+            "discrete": out["discrete"],
+            "single": out["single"]["tokens"] + ten,
+            "semantic": out["semantic"]["tokens"] + ten,
+            "discovery_calls": ten,
+            "spec_appendix_a2": 2600,
             "their_discrete_definitions": sum(tokens.count_tool(t) for t in tools if t["name"] in TEN_GITHUB_OPS),
         }
     if "create_pull_request" in names:
@@ -113,28 +133,38 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(results, indent=2))
     else:
         for label, r in results.items():
-            print(f"== {label}: {r['tools']} tools, discrete tools/list {r['discrete']} tokens "
-                  f"({r['discrete_as_sent']} as sent, icons included)")
+            print(
+                f"== {label}: {r['tools']} tools, discrete tools/list {r['discrete']} tokens "
+                f"({r['discrete_as_sent']} as sent, icons included)"
+            )
             for mode in ("semantic", "single", "all"):
                 m = r[mode]
                 target = TARGETS.get((label, mode))
                 verdict = "" if target is None else f"  target ≤ {target}: {'OK' if m['tokens'] <= target else 'FAIL'}"
-                print(f"   {mode:8} {m['tokens']:6} tokens in {m['tools']} tools  "
-                      f"({r['discrete'] / m['tokens']:.1f}x smaller; names every op: {m['names_every_operation']}){verdict}")
+                print(
+                    f"   {mode:8} {m['tokens']:6} tokens in {m['tools']} tools  "
+                    f"({r['discrete'] / m['tokens']:.1f}x smaller; names every op: {m['names_every_operation']}){verdict}"
+                )
             det = r["detail"]
-            print(f"   detail/original: max {det['max_ratio_vs_model_view']} (ops > 1: {det['ops_larger_than_model_view']}; "
-                  f"sum ratio {det['sum_detail_over_sum_original']}; vs as-sent max {det['max_ratio_vs_definition_as_sent']})"
-                  f"  worst: {det['worst']}")
+            print(
+                f"   detail/original: max {det['max_ratio_vs_model_view']} (ops > 1: {det['ops_larger_than_model_view']}; "
+                f"sum ratio {det['sum_detail_over_sum_original']}; vs as-sent max {det['max_ratio_vs_definition_as_sent']})"
+                f"  worst: {det['worst']}"
+            )
             if "before_first_create_pull_request" in r:
                 b = r["before_first_create_pull_request"]
-                print(f"   before first create_pull_request: discrete {b['discrete']}, semantic {b['semantic']}, "
-                      f"single {b['single']} (discovery call {b['discovery_call']})")
+                print(
+                    f"   before first create_pull_request: discrete {b['discrete']}, semantic {b['semantic']}, "
+                    f"single {b['single']} (discovery call {b['discovery_call']})"
+                )
             if "ten_operations_with_introspection" in r:
                 b = r["ten_operations_with_introspection"]
-                print(f"   listing + 10 introspected operations (spec App. A.2: ~{b['spec_appendix_a2']:,}): "
-                      f"single {b['single']}, "
-                      f"semantic {b['semantic']} (10 discovery calls {b['discovery_calls']} vs their 10 definitions "
-                      f"{b['their_discrete_definitions']}; all discrete {b['discrete']})")
+                print(
+                    f"   listing + 10 introspected operations (spec App. A.2: ~{b['spec_appendix_a2']:,}): "
+                    f"single {b['single']}, "
+                    f"semantic {b['semantic']} (10 discovery calls {b['discovery_calls']} vs their 10 definitions "
+                    f"{b['their_discrete_definitions']}; all discrete {b['discrete']})"
+                )
     failed = [k for k, t in TARGETS.items() if results[k[0]][k[1]]["tokens"] > t]
     return 1 if failed else 0
 

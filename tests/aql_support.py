@@ -58,9 +58,7 @@ def _schemas() -> tuple[Registry, dict[str, dict[str, Any]]]:
 @cache
 def validator(name: str) -> Draft202012Validator:
     registry, schemas = _schemas()
-    return Draft202012Validator(
-        schemas[name], registry=registry, format_checker=Draft202012Validator.FORMAT_CHECKER
-    )
+    return Draft202012Validator(schemas[name], registry=registry, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
 def _check(name: str, instance: Any) -> None:
@@ -320,11 +318,7 @@ class Harness:
     def check(self, env: dict[str, Any], tool: str, request: Any) -> None:
         assert_valid_envelope(env)
         assert_envelope_safe(env)
-        if (
-            tool in self.engine.tools_by_name
-            and isinstance(request, dict)
-            and request.get("operation") == "introspect"
-        ):
+        if tool in self.engine.tools_by_name and isinstance(request, dict) and request.get("operation") == "introspect":
             assert_valid_introspection(env)
 
     def introspect(self, tool: str = READ, **params: Any) -> dict[str, Any]:

@@ -66,10 +66,13 @@ SafetyLoopOpt = Annotated[str | None, typer.Option(help="Add the execution safet
 ApprovalPageOpt = Annotated[bool, typer.Option(help="With --safety-loop: serve the local approval page (default on)")]
 ApprovalPortOpt = Annotated[int, typer.Option(help="Approval page port (default 0: any free port)")]
 ApprovalHostOpt = Annotated[str, typer.Option(help="Approval page address (loopback only)")]
-ApprovalUrlFileOpt = Annotated[Path | None, typer.Option(
-    "--approval-url-file", "--url-file", help="Where the page URL with its key is written (mode 0600)")]
-AgentIdOpt = Annotated[str | None, typer.Option(
-    help="Safety identity of this server's clients (blocks, pauses, tokens); default $MCPAQL_AGENT_ID or 'default'")]
+ApprovalUrlFileOpt = Annotated[
+    Path | None, typer.Option("--approval-url-file", "--url-file", help="Where the page URL with its key is written (mode 0600)")
+]
+AgentIdOpt = Annotated[
+    str | None,
+    typer.Option(help="Safety identity of this server's clients (blocks, pauses, tokens); default $MCPAQL_AGENT_ID or 'default'"),
+]
 
 SERVING_FLAGS: tuple[tuple[str, Any, Any], ...] = (
     ("mode", ModeOpt, None),
@@ -94,11 +97,29 @@ SERVING_FLAGS: tuple[tuple[str, Any, Any], ...] = (
 )
 
 
-def _serve_options(log_level: int, *, mode: str | None, transport: str, host: str, port: int, stateless: bool,
-                   prefix: str | None, tool_pattern: str | None, bare: bool, enumerate_operations: bool,
-                   allow: str | None, config: str | None, agent_id: str | None, safety: str | None,
-                   trust: str | None, safety_loop: str | None, approval_page: bool, approval_port: int,
-                   approval_host: str, approval_url_file: Path | None) -> Any:
+def _serve_options(
+    log_level: int,
+    *,
+    mode: str | None,
+    transport: str,
+    host: str,
+    port: int,
+    stateless: bool,
+    prefix: str | None,
+    tool_pattern: str | None,
+    bare: bool,
+    enumerate_operations: bool,
+    allow: str | None,
+    config: str | None,
+    agent_id: str | None,
+    safety: str | None,
+    trust: str | None,
+    safety_loop: str | None,
+    approval_page: bool,
+    approval_port: int,
+    approval_host: str,
+    approval_url_file: Path | None,
+) -> Any:
     """The one place the serving flags become a ServeOptions (a bad value exits 2 with one line)."""
     from .mcp.transports import configure_logging
     from .safety.channel import ChannelOptions
@@ -109,8 +130,13 @@ def _serve_options(log_level: int, *, mode: str | None, transport: str, host: st
     if transport not in TRANSPORTS:
         _fail("transport must be stdio or http")
     return ServeOptions(
-        config=cfg, safety=_safety_config(safety, trust, safety_loop, agent_id), transport=transport, host=host,
-        port=port, stateless=stateless, log_level=log_level,
+        config=cfg,
+        safety=_safety_config(safety, trust, safety_loop, agent_id),
+        transport=transport,
+        host=host,
+        port=port,
+        stateless=stateless,
+        log_level=log_level,
         channel=ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file),
     )
 
@@ -150,8 +176,15 @@ def _serve(source: Any, options: Any, *, fail_prefix: str = "", **kw: Any) -> No
         _fail(fail_prefix + str(e))
 
 
-def _config(mode: str | None, prefix: str | None, tool_pattern: str | None, bare: bool, config_file: str | None,
-            enumerate_ops: bool | None = None, allow: str | None = None) -> Config:
+def _config(
+    mode: str | None,
+    prefix: str | None,
+    tool_pattern: str | None,
+    bare: bool,
+    config_file: str | None,
+    enumerate_ops: bool | None = None,
+    allow: str | None = None,
+) -> Config:
     try:
         return Config.load(
             config_file,
@@ -207,8 +240,9 @@ def serve(
     _serve(engine, options, safety=installed[0] if installed and installed[0].loop is not None else None)
 
 
-def _safety_settings(policy: str | None, trust: str | None, loop: str | None,
-                     agent_id: str | None = None) -> dict[str, Any] | None:
+def _safety_settings(
+    policy: str | None, trust: str | None, loop: str | None, agent_id: str | None = None
+) -> dict[str, Any] | None:
     if not (policy or trust or loop):
         return None
     data: dict[str, Any] = {}
@@ -314,8 +348,10 @@ def _upstreams(extra: list[str], url: str | None, headers: list[str], upstream: 
             specs.append(UpstreamSpec.from_argv(extra, name=name, env=env))
         if url:
             specs.append(UpstreamSpec.from_url(url, name=name, headers=hdrs or None))
-        specs.extend(UpstreamSpec.parse(u, env=env) if not re.match(r"^([a-z][a-z0-9_-]*=)?https?://", u)
-                     else UpstreamSpec.parse(u) for u in upstream)
+        specs.extend(
+            UpstreamSpec.parse(u, env=env) if not re.match(r"^([a-z][a-z0-9_-]*=)?https?://", u) else UpstreamSpec.parse(u)
+            for u in upstream
+        )
     except ValueError as e:
         _fail(str(e))
     if not specs:
@@ -351,8 +387,13 @@ def wrap(
     from .adapters.upstream import wrap as do_wrap
 
     specs = _with_call_timeout(_upstreams(list(ctx.args), url, header, upstream, name if not upstream else None), call_timeout)
-    kw: dict[str, Any] = {"config": options.config, "read_only": read_only, "include": include, "exclude": exclude,
-                          "safety": options.safety}
+    kw: dict[str, Any] = {
+        "config": options.config,
+        "read_only": read_only,
+        "include": include,
+        "exclude": exclude,
+        "safety": options.safety,
+    }
     if name:
         kw["name"] = name
     if display_name:
@@ -360,7 +401,7 @@ def wrap(
     if overrides:
         from .adapters.schema.build import load_overrides
 
-        kw["overrides"] = (load_overrides(overrides).get("operations") or {})
+        kw["overrides"] = load_overrides(overrides).get("operations") or {}
     _serve(do_wrap(specs, **kw), options, on_open=_say_break_even)
 
 
@@ -391,16 +432,28 @@ def openapi(
     include: Annotated[list[str], typer.Option(help="Glob of operations to expose (repeatable)")] = [],  # noqa: B006
     exclude: Annotated[list[str], typer.Option(help="Glob of operations to hide (repeatable)")] = [],  # noqa: B006
     timeout: Annotated[float, typer.Option(help="Seconds an API call may take")] = 30.0,
-    allow_private_targets: Annotated[bool, typer.Option(
-        help="Allow API targets on link-local/metadata addresses, and private ones for a document fetched by URL")] = False,
+    allow_private_targets: Annotated[
+        bool,
+        typer.Option(help="Allow API targets on link-local/metadata addresses, and private ones for a document fetched by URL"),
+    ] = False,
     *,
     options: Any,
 ) -> None:
     """Serve an HTTP API described by OpenAPI 3.x through MCP-AQL: mcpaql openapi petstore.yaml"""
     if timeout <= 0:
         _fail("--timeout must be a number of seconds > 0")
-    _serve_openapi(spec, options, base_url=base_url, headers=_headers(header), name=name, read_only=read_only,
-                   include=include, exclude=exclude, timeout=timeout, allow_private_targets=allow_private_targets)
+    _serve_openapi(
+        spec,
+        options,
+        base_url=base_url,
+        headers=_headers(header),
+        name=name,
+        read_only=read_only,
+        include=include,
+        exclude=exclude,
+        timeout=timeout,
+        allow_private_targets=allow_private_targets,
+    )
 
 
 @app.command(context_settings=EXTRA)
@@ -509,10 +562,12 @@ def tokens(
     if per:
         worst = max(per, key=lambda p: p["detail_tokens"] / max(p["tool_tokens"], 1))
         det = rep["detail"]
-        out.print(f"introspection detail vs original tool definition: median {det['median_ratio']}x, "
-                  f"max {det['max_ratio']}x ({worst['operation']}: {worst['detail_tokens']} vs {worst['tool_tokens']}), "
-                  f"{det['larger_than_definition']} of {len(per)} larger; "
-                  f"vs the definition as sent: max {det['max_ratio_as_sent']}x")
+        out.print(
+            f"introspection detail vs original tool definition: median {det['median_ratio']}x, "
+            f"max {det['max_ratio']}x ({worst['operation']}: {worst['detail_tokens']} vs {worst['tool_tokens']}), "
+            f"{det['larger_than_definition']} of {len(per)} larger; "
+            f"vs the definition as sent: max {det['max_ratio_as_sent']}x"
+        )
     if operation:
         row = next((p for p in per if operation in (p["operation"], p["tool"])), None)
         if row is None:
@@ -573,8 +628,9 @@ def _server_stderr(swap: bool = False) -> Iterator[_ServerStderr]:
         log.file.close()
 
 
-async def _introspect(target: str | list[str], name: str | None, types: bool, errlog: Any = None
-                      ) -> tuple[list[dict[str, Any]], Any]:
+async def _introspect(
+    target: str | list[str], name: str | None, types: bool, errlog: Any = None
+) -> tuple[list[dict[str, Any]], Any]:
     from .mcp.client import connect
 
     async with connect(target, env=dict(os.environ), errlog=errlog) as client:
@@ -628,8 +684,10 @@ def introspect(
             table.add_row(t["name"], t["kind"], t.get("description", ""))
         out.print(table)
         return
-    out.print(f"[bold]{proto.get('display_name', '?')}[/bold]  adapter={proto.get('adapter')}  "
-              f"mode={proto.get('mode')}  MCP-AQL {proto.get('version')}  {proto.get('conformance', '')}")
+    out.print(
+        f"[bold]{proto.get('display_name', '?')}[/bold]  adapter={proto.get('adapter')}  "
+        f"mode={proto.get('mode')}  MCP-AQL {proto.get('version')}  {proto.get('conformance', '')}"
+    )
     tt = Table(title="Tools")
     tt.add_column("tool", no_wrap=True)
     tt.add_column("title")
@@ -637,8 +695,11 @@ def introspect(
         tt.add_column(col)
     for t in tools:
         a = t.get("annotations") or {}
-        tt.add_row(t["name"], a.get("title", ""), *(str(a.get(k, "-")) for k in
-                                                      ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")))
+        tt.add_row(
+            t["name"],
+            a.get("title", ""),
+            *(str(a.get(k, "-")) for k in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")),
+        )
     out.print(tt)
     ot = Table(title="Operations")
     for col in ("operation", "category", "endpoint", "description"):
@@ -648,8 +709,7 @@ def introspect(
     out.print(ot)
 
 
-async def _call(target: str | list[str], operation: str, params: dict[str, Any], endpoint: str | None,
-                errlog: Any = None) -> Any:
+async def _call(target: str | list[str], operation: str, params: dict[str, Any], endpoint: str | None, errlog: Any = None) -> Any:
     from .mcp.client import connect
 
     async with connect(target, env=dict(os.environ), errlog=errlog) as client:
@@ -662,6 +722,7 @@ async def _call(target: str | list[str], operation: str, params: dict[str, Any],
                 _fail(f"no tool for endpoint '{endpoint}' (tools: {', '.join(names)})")
         else:
             tool = await _find_tool(client, tools, operation)
+
         async def progress(p: float, total: float | None, message: str | None) -> None:
             err.print(f"[dim]progress {p}{'/' + str(total) if total else ''} {message or ''}[/dim]")
 
@@ -703,7 +764,7 @@ def call(
     try:
         parsed = json.loads(params)
     except ValueError:
-        _fail("--params must be a JSON object, e.g. '{\"task_id\": \"t_1\"}'")
+        _fail('--params must be a JSON object, e.g. \'{"task_id": "t_1"}\'')
         return
     if not isinstance(parsed, dict):
         _fail("--params must be a JSON object")
@@ -732,8 +793,9 @@ def conformance(
     fmt: Annotated[str, typer.Option("--format", help="text | json | markdown")] = "text",
     evidence: Annotated[str | None, typer.Option(help="Write an evidence bundle (spec fixture-runner format)")] = None,
     read_only: Annotated[bool, typer.Option(help="Skip every test that creates, changes or deletes data")] = False,
-    allow_network: Annotated[bool, typer.Option(
-        help="Let probes carry non-loopback addresses and call open-world tools with an address")] = False,
+    allow_network: Annotated[
+        bool, typer.Option(help="Let probes carry non-loopback addresses and call open-world tools with an address")
+    ] = False,
 ) -> None:
     """Test a live MCP-AQL server against the spec; exit 0 when the level is met.
 
@@ -752,8 +814,15 @@ def conformance(
         raise typer.Exit(code)
     target = _server_target(server, ctx.args)
     with _server_stderr(swap=True) as log:
-        output, code = run_cli(target, level=level, fmt=fmt, evidence=evidence, read_only=read_only,
-                               color=sys.stdout.isatty(), allow_network=allow_network)
+        output, code = run_cli(
+            target,
+            level=level,
+            fmt=fmt,
+            evidence=evidence,
+            read_only=read_only,
+            color=sys.stdout.isatty(),
+            allow_network=allow_network,
+        )
         if code == 3 and log.last_line():  # the server did not start: say what it said
             log.fail(None)
     print(output)
@@ -765,11 +834,13 @@ LoopMode = Literal["enforcing", "monitoring", "logging", "disabled"]
 
 @app.command()
 def guard(
-    store: Annotated[str | None, typer.Option(
-        help="sqlite:///path.db (default ~/.mcpaql/safety.db) or redis://host:port/db")] = None,
+    store: Annotated[
+        str | None, typer.Option(help="sqlite:///path.db (default ~/.mcpaql/safety.db) or redis://host:port/db")
+    ] = None,
     mode: Annotated[LoopMode, typer.Option(envvar="MCPAQL_SAFETY_LOOP", show_envvar=False)] = "enforcing",
-    policy: Annotated[Path | None, typer.Option(
-        help='JSON file: SafetyConfig keys, e.g. {"autonomy": {"deny": ["drop_*"]}}')] = None,
+    policy: Annotated[
+        Path | None, typer.Option(help='JSON file: SafetyConfig keys, e.g. {"autonomy": {"deny": ["drop_*"]}}')
+    ] = None,
     max_steps: Annotated[int | None, typer.Option()] = None,
     risk_tolerance: Annotated[Literal["conservative", "moderate", "aggressive"] | None, typer.Option()] = None,
     webhook: Annotated[str | None, typer.Option(help="POST each challenge (with its code) to this operator URL")] = None,
@@ -789,13 +860,25 @@ def guard(
     from .serving import ServeOptions
 
     try:
-        config = guard_config(mode=mode, store=store, policy=policy, max_steps=max_steps, risk_tolerance=risk_tolerance,
-                              webhook=webhook, os_dialog=os_dialog)
+        config = guard_config(
+            mode=mode,
+            store=store,
+            policy=policy,
+            max_steps=max_steps,
+            risk_tolerance=risk_tolerance,
+            webhook=webhook,
+            os_dialog=os_dialog,
+        )
     except (OSError, TypeError, ValueError) as e:
         _fail(f"invalid guard settings: {e}")
         return
-    options = ServeOptions(transport=transport, host=host, port=port, stateless=stateless, channel=ChannelOptions(
-        page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file))
+    options = ServeOptions(
+        transport=transport,
+        host=host,
+        port=port,
+        stateless=stateless,
+        channel=ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file),
+    )
     try:
         run_guard(config, options)
     except ChannelError as e:

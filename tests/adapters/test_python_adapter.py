@@ -123,8 +123,10 @@ def test_descriptions_from_docstrings_and_options_REQ_VAL_005(hw):
 
 
 def test_categories_and_families(hw):
-    cats = {o["name"]: (o["semantic_category"], o["endpoint"])
-            for o in hw.introspect("widgets_mcpaql_read", query="operations")["data"]["operations"]}
+    cats = {
+        o["name"]: (o["semantic_category"], o["endpoint"])
+        for o in hw.introspect("widgets_mcpaql_read", query="operations")["data"]["operations"]
+    }
     assert cats["delete_widget"] == ("DELETE", "delete")
     assert cats["list_widgets"] == ("READ", "read")
     assert cats["run_job"] == ("EXECUTE", "execute")
@@ -159,10 +161,16 @@ def test_returns_type_info_REQ_INTRO_014(hw):
 
 
 def test_handler_receives_models_and_enums(hw):
-    env = hw.call("widgets_mcpaql_create", {"operation": "create_widget", "params": {
-        "widget": {"widget_name": "w1", "colour": "blue", "size": {"width": 2}},
-        "when": "2026-02-04T10:30:00Z",
-    }})
+    env = hw.call(
+        "widgets_mcpaql_create",
+        {
+            "operation": "create_widget",
+            "params": {
+                "widget": {"widget_name": "w1", "colour": "blue", "size": {"width": 2}},
+                "when": "2026-02-04T10:30:00Z",
+            },
+        },
+    )
     assert env["success"] is True
     assert isinstance(SEEN["widget"], Widget) and SEEN["widget"].colour is Colour.BLUE
     assert SEEN["widget"].size == Dimensions(width=2, height=1.0)
@@ -171,12 +179,15 @@ def test_handler_receives_models_and_enums(hw):
 
 
 def test_nested_constraint_and_date_validation_REQ_VAL_010_REQ_VAL_025(hw):
-    bad = hw.call("widgets_mcpaql_create", {"operation": "create_widget", "params": {
-        "widget": {"widget_name": "w", "size": {"width": 0}}}})
+    bad = hw.call(
+        "widgets_mcpaql_create", {"operation": "create_widget", "params": {"widget": {"widget_name": "w", "size": {"width": 0}}}}
+    )
     assert bad["error"]["code"] == "VALIDATION_INVALID_VALUE"
     assert bad["error"]["details"]["param_name"] == "widget.size.width"
-    bad = hw.call("widgets_mcpaql_create", {"operation": "create_widget", "params": {
-        "widget": {"widget_name": "w"}, "when": "next tuesday"}})
+    bad = hw.call(
+        "widgets_mcpaql_create",
+        {"operation": "create_widget", "params": {"widget": {"widget_name": "w"}, "when": "next tuesday"}},
+    )
     assert bad["error"]["code"] == "VALIDATION_INVALID_VALUE"
 
 

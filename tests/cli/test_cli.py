@@ -65,8 +65,9 @@ def test_call_routes_by_introspection_and_exit_codes(demo_env: dict[str, str]) -
     assert r.returncode == 1
     assert json.loads(r.stdout)["error"]["code"] == "NOT_FOUND_RESOURCE"
     # forcing the wrong endpoint shows the gatekeeper
-    r = run_cli("call", "--json", "-o", "delete_task", "--endpoint", "read", "-p", '{"task_id": "x"}', "--",
-                MCPAQL, "serve", env=demo_env)
+    r = run_cli(
+        "call", "--json", "-o", "delete_task", "--endpoint", "read", "-p", '{"task_id": "x"}', "--", MCPAQL, "serve", env=demo_env
+    )
     assert json.loads(r.stdout)["error"]["code"] == "VALIDATION_ENDPOINT_MISMATCH"
 
 
@@ -106,9 +107,19 @@ def test_tokens_report_from_fixture() -> None:
 
 def test_wrap_memory_server_call_and_conformance() -> None:
     mem = memory_bin()
-    r = run_cli("call", "--json", "-o", "create_entities", "-p",
-                json.dumps({"entities": [{"name": "ada", "entityType": "person", "observations": ["wrote notes"]}]}),
-                "--", MCPAQL, "wrap", "--", mem)
+    r = run_cli(
+        "call",
+        "--json",
+        "-o",
+        "create_entities",
+        "-p",
+        json.dumps({"entities": [{"name": "ada", "entityType": "person", "observations": ["wrote notes"]}]}),
+        "--",
+        MCPAQL,
+        "wrap",
+        "--",
+        mem,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert json.loads(r.stdout)["success"] is True
     r = run_cli("conformance", "--level", "1", "--read-only", "--", MCPAQL, "wrap", "--", mem, timeout=240)
@@ -206,9 +217,20 @@ async def test_serve_with_safety_confirms_destructive_operations(tmp_path: Path)
 def test_wrap_passes_the_callers_environment_to_a_stdio_upstream(tmp_path: Path) -> None:
     """server-memory reads MEMORY_FILE_PATH: the wrapped upstream must see the caller's environment."""
     memfile = tmp_path / "graph.jsonl"
-    r = run_cli("call", "--json", "-o", "create_entities", "-p",
-                json.dumps({"entities": [{"name": "env-check", "entityType": "probe", "observations": []}]}),
-                "--", MCPAQL, "wrap", "--", memory_bin(), env={"MEMORY_FILE_PATH": str(memfile)})
+    r = run_cli(
+        "call",
+        "--json",
+        "-o",
+        "create_entities",
+        "-p",
+        json.dumps({"entities": [{"name": "env-check", "entityType": "probe", "observations": []}]}),
+        "--",
+        MCPAQL,
+        "wrap",
+        "--",
+        memory_bin(),
+        env={"MEMORY_FILE_PATH": str(memfile)},
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert memfile.exists() and "env-check" in memfile.read_text()
 

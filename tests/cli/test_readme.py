@@ -24,8 +24,13 @@ def readme_example(tmp_path: Path) -> Path:
 
 
 def call(example: Path, operation: str, params: dict) -> dict:
-    r = subprocess.run([MCPAQL, "call", "--json", "-o", operation, "-p", json.dumps(params), "--", MCPAQL, "serve", str(example)],
-                       capture_output=True, text=True, timeout=120, env={**os.environ})
+    r = subprocess.run(
+        [MCPAQL, "call", "--json", "-o", operation, "-p", json.dumps(params), "--", MCPAQL, "serve", str(example)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ},
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     return json.loads(r.stdout)
 

@@ -28,8 +28,16 @@ def many(d: Demo) -> tuple[Demo, list[dict[str, Any]]]:
             md["assignee"] = "alice"
         if i % 2:
             md["due_date"] = f"2027-01-{i + 1:02d}"
-        tasks.append(d.task(p1 if i % 2 else p2, f"Task {i:02d}", priority=PRIORITIES[i % 4], status=STATUSES[i % 4],
-                            tags=["even"] if i % 2 == 0 else [], metadata=md))
+        tasks.append(
+            d.task(
+                p1 if i % 2 else p2,
+                f"Task {i:02d}",
+                priority=PRIORITIES[i % 4],
+                status=STATUSES[i % 4],
+                tags=["even"] if i % 2 == 0 else [],
+                metadata=md,
+            )
+        )
     return d, tasks
 
 
@@ -58,8 +66,10 @@ def test_list_tasks_field_presets_and_paths(many: tuple[Demo, list[dict[str, Any
     assert {"description", "created_at", "completed_at", "archived_at", "_version", "_etag"} <= set(full)
     # dot paths keep the nesting; a valid field a record lacks is simply absent
     picked = d.ok("list_tasks", fields=["task_id", "title", "metadata.assignee"], sort={"field": "title"}, first=2)["items"]
-    assert picked == [{"task_id": tasks[0]["task_id"], "title": "Task 00", "metadata": {"assignee": "alice"}},
-                      {"task_id": tasks[1]["task_id"], "title": "Task 01", "metadata": {}}]
+    assert picked == [
+        {"task_id": tasks[0]["task_id"], "title": "Task 00", "metadata": {"assignee": "alice"}},
+        {"task_id": tasks[1]["task_id"], "title": "Task 01", "metadata": {}},
+    ]
 
 
 def test_get_task_field_presets_and_paths(d: Demo) -> None:
@@ -69,8 +79,11 @@ def test_get_task_field_presets_and_paths(d: Demo) -> None:
     d.ok("create_link", from_task_id=t["task_id"], to_task_id=other["task_id"], link_type="blocks")
     full = d.ok("get_task", task_id=t["task_id"])  # item default: everything
     assert {"links", "notes", "note_count", "_etag", "description"} <= set(full)
-    assert d.ok("get_task", task_id=t["task_id"], fields="minimal") == {"task_id": t["task_id"], "title": "Ship it",
-                                                                         "status": "todo"}
+    assert d.ok("get_task", task_id=t["task_id"], fields="minimal") == {
+        "task_id": t["task_id"],
+        "title": "Ship it",
+        "status": "todo",
+    }
     summary = d.ok("get_task", task_id=t["task_id"], fields="summary")
     assert set(summary) == {"task_id", "title", "status", "priority", "metadata", "links"}
     assert summary["metadata"] == {"assignee": "bob"} and summary["links"][0]["task_id"] == other["task_id"]
@@ -145,17 +158,25 @@ def _note_cursor(d: Demo) -> str:
 def test_filter_sort_and_aggregate(many: tuple[Demo, list[dict[str, Any]]]) -> None:
     d, tasks = many
     flt = {"status": {"in": ["todo", "done"]}, "metadata.due_date": {"exists": True}}
-    rows = d.ok("list_tasks", filter=flt, sort={"field": "metadata.due_date", "order": "desc"},
-                fields=["title", "status", "metadata.due_date"], first=100)["items"]
+    rows = d.ok(
+        "list_tasks",
+        filter=flt,
+        sort={"field": "metadata.due_date", "order": "desc"},
+        fields=["title", "status", "metadata.due_date"],
+        first=100,
+    )["items"]
     expected = [t for t in tasks if t["status"] in ("todo", "done") and "due_date" in t["metadata"]]
-    assert [r["title"] for r in rows] == [t["title"] for t in sorted(expected, key=lambda t: t["metadata"]["due_date"],
-                                                                       reverse=True)]
+    assert [r["title"] for r in rows] == [
+        t["title"] for t in sorted(expected, key=lambda t: t["metadata"]["due_date"], reverse=True)
+    ]
     assert len(rows) == 5 and {r["status"] for r in rows} == {"done"}  # odd tasks have due dates; none is todo
     # shortcut params, structured filters and the text query combine with AND
     alice = d.ok("list_tasks", assignee="alice", filter={"tags": "even"}, query="task", fields="minimal", first=100)
     assert {t["task_id"] for t in alice["items"]} == {t["task_id"] for t in tasks if t["metadata"].get("assignee") == "alice"}
-    agg = d.ok("list_tasks", aggregate={"by_status": {"group_by": "status"}, "effort": {"avg": "metadata.estimate_hours"},
-                                        "total": {"count": True}})
+    agg = d.ok(
+        "list_tasks",
+        aggregate={"by_status": {"group_by": "status"}, "effort": {"avg": "metadata.estimate_hours"}, "total": {"count": True}},
+    )
     assert set(agg) == {"aggregations"}
     counts: dict[str, int] = {}
     for t in tasks:
@@ -177,8 +198,7 @@ def test_computed_priority_rank(many: tuple[Demo, list[dict[str, Any]]]) -> None
     rows = d.ok("list_tasks", fields=["title", "priority", "_computed.priority_rank"], first=100)["items"]
     assert all(r["_computed"]["priority_rank"] == PRIORITIES.index(r["priority"]) for r in rows)
     urgent_or_high = d.ok("list_tasks", filter={"_computed.priority_rank": {"lte": 1}}, fields="minimal", first=100)
-    assert {t["task_id"] for t in urgent_or_high["items"]} == {t["task_id"] for t in tasks
-                                                               if t["priority"] in ("urgent", "high")}
+    assert {t["task_id"] for t in urgent_or_high["items"]} == {t["task_id"] for t in tasks if t["priority"] in ("urgent", "high")}
     asc = d.ok("list_tasks", sort={"field": "_computed.priority_rank", "order": "desc"}, fields=["priority"], first=100)
     assert [r["priority"] for r in asc["items"]] == sorted((t["priority"] for t in tasks), key=PRIORITIES.index, reverse=True)
 
@@ -191,7 +211,8 @@ def test_list_task_events_and_projects_are_collections(d: Demo) -> None:
     events = d.ok("list_task_events", task_id=t["task_id"], filter={"action": "updated"}, last=2)
     assert [e["changes"]["title"]["to"] for e in events["items"]] == ["b", "c"]
     assert d.ok("list_task_events", task_id=t["task_id"], aggregate={"by": {"group_by": "action"}})["aggregations"] == {
-        "by": {"created": 1, "updated": 3}}
+        "by": {"created": 1, "updated": 3}
+    }
     projects = d.ok("list_projects", filter={"task_counts.total": {"gte": 1}}, fields="minimal")
     assert projects["items"] == [{"project_id": pid, "name": "P", "status": "active"}]
 
@@ -215,8 +236,11 @@ def test_query_relationships_follows_links_and_survives_a_cycle(d: Demo) -> None
     assert [(r["target"]["element_name"], r["depth"]) for r in out["relationships"]] == [(b, 1), (c, 2), (a, 3)]
     assert sorted(n["element_name"] for n in out["graph"]["nodes"]) == sorted([a, b, c])  # each node once
     edges = {(e["source"], e["target"], e["type"]) for e in out["graph"]["edges"]}
-    assert edges == {(f"task:{a}", f"task:{b}", "blocks"), (f"task:{b}", f"task:{c}", "blocks"),
-                     (f"task:{c}", f"task:{a}", "blocks")}  # the closing edge is reported once
+    assert edges == {
+        (f"task:{a}", f"task:{b}", "blocks"),
+        (f"task:{b}", f"task:{c}", "blocks"),
+        (f"task:{c}", f"task:{a}", "blocks"),
+    }  # the closing edge is reported once
     assert len(out["graph"]["edges"]) == 3
     near = d.ok("query_relationships", root=root(a), direction="incoming")
     assert sorted((r["type"], r["target"]["element_name"]) for r in near["relationships"]) == [("blocks", c), ("duplicates", x)]

@@ -104,9 +104,7 @@ def test_cancellation_is_recorded(d: Demo) -> None:
                 task.cancel()
 
         ctx = engine.context(d.h.session, progress_sink=sink)
-        task = asyncio.ensure_future(
-            engine.call_tool("tasks_mcpaql_execute", {"operation": "execute_archive_completed"}, ctx)
-        )
+        task = asyncio.ensure_future(engine.call_tool("tasks_mcpaql_execute", {"operation": "execute_archive_completed"}, ctx))
         with pytest.raises(asyncio.CancelledError):
             await task
 

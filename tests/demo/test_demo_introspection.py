@@ -32,8 +32,13 @@ OPERATIONS = {
     "execute_archive_completed": "EXECUTE",
     "execute_bulk_status_change": "EXECUTE",
 }
-CANONICAL = {"CREATE": ("create",), "READ": ("get", "list", "search", "query"), "UPDATE": ("update",), "DELETE": ("delete",),
-             "EXECUTE": ("execute",)}
+CANONICAL = {
+    "CREATE": ("create",),
+    "READ": ("get", "list", "search", "query"),
+    "UPDATE": ("update",),
+    "DELETE": ("delete",),
+    "EXECUTE": ("execute",),
+}
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +110,9 @@ def test_objects_are_types_with_fields(d: Demo) -> None:
         return {f["name"]: f for f in t["fields"]}
 
     task = fields("Task")
-    assert {"task_id", "project_id", "title", "status", "priority", "tags", "metadata", "created_at", "_etag",
-            "_version"} <= set(task)
+    assert {"task_id", "project_id", "title", "status", "priority", "tags", "metadata", "created_at", "_etag", "_version"} <= set(
+        task
+    )
     assert task["metadata"]["type"] == "TaskMetadata"
     assert task["created_at"]["format"] == "date-time"
     md = fields("TaskMetadata")
@@ -118,8 +124,19 @@ def test_objects_are_types_with_fields(d: Demo) -> None:
     assert patch["tags"]["items"]["pattern"] == "^[a-z0-9][a-z0-9-]{0,31}$"
     assert patch["metadata"]["type"] == "TaskMetadataPatch"
     assert all("default" not in f for f in patch.values())  # absent means "keep", not null
-    for name in ("Project", "ProjectPatch", "Note", "TaskLink", "TaskDetail", "RelatedTask", "Execution",
-                 "ExecutionProgress", "TaskEvent", "DeleteResult", "TaskCounts"):
+    for name in (
+        "Project",
+        "ProjectPatch",
+        "Note",
+        "TaskLink",
+        "TaskDetail",
+        "RelatedTask",
+        "Execution",
+        "ExecutionProgress",
+        "TaskEvent",
+        "DeleteResult",
+        "TaskCounts",
+    ):
         assert fields(name)
     # the shared collection layer's page shapes replaced the demo's own page types
     names = {t["name"] for t in d.ok("introspect", query="types")["types"]}
@@ -134,8 +151,9 @@ def test_collection_operations_advertise_their_controls(d: Demo) -> None:
     assert controls <= set(params)
     assert {"status", "tag", "assignee", "due_before", "include_archived"} <= set(params)  # shortcuts stay
     assert detail["returns"]["name"] == "TaskConnection"
-    assert detail["computed_fields"] == [{"name": "priority_rank", "type": "integer", "description": "0 = urgent … 3 = low",
-                                          "filterable": True, "sortable": True}]
+    assert detail["computed_fields"] == [
+        {"name": "priority_rank", "type": "integer", "description": "0 = urgent … 3 = low", "filterable": True, "sortable": True}
+    ]
     agg = detail["aggregation_support"]
     assert agg["supported"] is True and "metadata.estimate_hours" in agg["numeric_fields"] and "status" in agg["groupable_fields"]
     assert "metadata.due_date" in detail["description"] and "_computed.priority_rank" in detail["description"]
@@ -148,8 +166,12 @@ def test_collection_operations_advertise_their_controls(d: Demo) -> None:
     assert all(caps[c] for c in ("field_selection", "pagination", "aggregations", "computed_fields", "relationship_queries"))
     assert proto["conformance"] == "level-2"
     rel = d.ok("introspect", query="operations", name="query_relationships")["operation"]
-    assert rel["relationship_capabilities"] == {"supported": True, "directions": ["incoming", "outgoing", "both"],
-                                                "relationship_types": ["blocks", "relates_to", "duplicates"], "max_depth": 3}
+    assert rel["relationship_capabilities"] == {
+        "supported": True,
+        "directions": ["incoming", "outgoing", "both"],
+        "relationship_types": ["blocks", "relates_to", "duplicates"],
+        "max_depth": 3,
+    }
 
 
 def test_create_task_parameters(d: Demo) -> None:

@@ -69,8 +69,10 @@ def test_list_projects_filters_and_pages(d: Demo) -> None:
     last = d.ok("list_projects", offset=4)
     assert last["pagination"]["has_more"] is False and last["pagination"]["returned"] == 1
     named = d.ok("list_projects", sort={"field": "name", "order": "desc"}, fields="minimal", first=2)
-    assert named["items"] == [{"project_id": p["project_id"], "name": p["name"], "status": p["status"]}
-                              for p in d.ok("list_projects", fields="full")["items"][::-1][:2]]
+    assert named["items"] == [
+        {"project_id": p["project_id"], "name": p["name"], "status": p["status"]}
+        for p in d.ok("list_projects", fields="full")["items"][::-1][:2]
+    ]
     assert named["pageInfo"]["hasNextPage"] is True
 
 
@@ -83,13 +85,23 @@ def test_create_task_with_everything(d: Demo) -> None:
         priority="urgent",
         status="in_progress",
         tags=["bug", "auth", "bug"],
-        metadata={"estimate_hours": 2.5, "assignee": "alice", "due_date": "2026-12-01", "labels": ["Sprint 4"],
-                  "custom": {"ticket": "JIRA-1"}},
+        metadata={
+            "estimate_hours": 2.5,
+            "assignee": "alice",
+            "due_date": "2026-12-01",
+            "labels": ["Sprint 4"],
+            "custom": {"ticket": "JIRA-1"},
+        },
     )
     assert t["task_id"].startswith("tsk_")
     assert t["tags"] == ["bug", "auth"]  # duplicates dropped, order kept
-    assert t["metadata"] == {"estimate_hours": 2.5, "assignee": "alice", "due_date": "2026-12-01",
-                             "labels": ["Sprint 4"], "custom": {"ticket": "JIRA-1"}}
+    assert t["metadata"] == {
+        "estimate_hours": 2.5,
+        "assignee": "alice",
+        "due_date": "2026-12-01",
+        "labels": ["Sprint 4"],
+        "custom": {"ticket": "JIRA-1"},
+    }
     assert (t["status"], t["priority"], t["completed_at"], t["archived_at"]) == ("in_progress", "urgent", None, None)
     defaults = d.task(pid, "Plain")
     assert (defaults["status"], defaults["priority"], defaults["tags"], defaults["metadata"]) == ("todo", "medium", [], {})
@@ -105,8 +117,9 @@ def test_get_task_detail_has_links_and_notes(d: Demo) -> None:
     d.ok("create_note", task_id=a, body="first")
     d.ok("create_note", task_id=a, body="second", author="bob")
     detail = d.ok("get_task", task_id=a)
-    assert detail["links"] == [{"link_id": link["link_id"], "link_type": "blocks", "direction": "outgoing",
-                                "task_id": b, "title": "B", "status": "todo"}]
+    assert detail["links"] == [
+        {"link_id": link["link_id"], "link_type": "blocks", "direction": "outgoing", "task_id": b, "title": "B", "status": "todo"}
+    ]
     assert [n["body"] for n in detail["notes"]] == ["second", "first"] and detail["note_count"] == 2
     assert d.ok("get_task", task_id=b)["links"][0]["direction"] == "incoming"
 
@@ -213,7 +226,10 @@ def test_links_create_and_delete(d: Demo) -> None:
     assert rel["link_type"] == "relates_to"
     dup = d.ok("create_link", from_task_id=a, to_task_id=b, link_type="duplicates")
     assert d.ok("delete_link", link_id=rel["link_id"]) == {
-        "deleted": True, "resource_type": "link", "resource_id": rel["link_id"], "removed": {}
+        "deleted": True,
+        "resource_type": "link",
+        "resource_id": rel["link_id"],
+        "removed": {},
     }
     assert [link["link_id"] for link in d.ok("get_task", task_id=a)["links"]] == [dup["link_id"]]
     actions = [e["action"] for e in d.ok("list_task_events", task_id=a)["items"]]

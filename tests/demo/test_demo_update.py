@@ -27,13 +27,24 @@ def test_worked_example_on_task_metadata(d: Demo) -> None:
     """CORE §4.5.1 on a real task: title replaced, metadata.estimate_hours replaced, metadata.labels
     (an array) replaced entirely, metadata.assignee (absent from input) preserved (REQ-UPD-003, 010)."""
     pid = d.project()["project_id"]
-    t = d.task(pid, "Old Title", tags=["keep"],
-               metadata={"estimate_hours": 1, "labels": ["draft"], "assignee": "alice", "due_date": "2026-12-24"})
-    out = d.ok("update_task", task_id=t["task_id"],
-               input={"title": "New Title", "metadata": {"estimate_hours": 8, "labels": ["published", "reviewed"]}})
+    t = d.task(
+        pid,
+        "Old Title",
+        tags=["keep"],
+        metadata={"estimate_hours": 1, "labels": ["draft"], "assignee": "alice", "due_date": "2026-12-24"},
+    )
+    out = d.ok(
+        "update_task",
+        task_id=t["task_id"],
+        input={"title": "New Title", "metadata": {"estimate_hours": 8, "labels": ["published", "reviewed"]}},
+    )
     assert out["title"] == "New Title"
-    assert out["metadata"] == {"estimate_hours": 8, "labels": ["published", "reviewed"], "assignee": "alice",
-                               "due_date": "2026-12-24"}
+    assert out["metadata"] == {
+        "estimate_hours": 8,
+        "labels": ["published", "reviewed"],
+        "assignee": "alice",
+        "due_date": "2026-12-24",
+    }
     # untouched top-level fields are preserved too
     assert (out["tags"], out["status"], out["priority"]) == (["keep"], "todo", "medium")
     assert d.ok("get_task", task_id=t["task_id"])["metadata"] == out["metadata"]
@@ -41,17 +52,31 @@ def test_worked_example_on_task_metadata(d: Demo) -> None:
 
 def test_null_removes_and_nested_custom_merges(d: Demo) -> None:
     pid = d.project()["project_id"]
-    t = d.task(pid, "T", description="to be removed", tags=["a", "b"],
-               metadata={"assignee": "alice", "due_date": "2026-12-01",
-                         "custom": {"ticket": "JIRA-1", "links": {"pr": 12, "ci": "green"}}})
+    t = d.task(
+        pid,
+        "T",
+        description="to be removed",
+        tags=["a", "b"],
+        metadata={
+            "assignee": "alice",
+            "due_date": "2026-12-01",
+            "custom": {"ticket": "JIRA-1", "links": {"pr": 12, "ci": "green"}},
+        },
+    )
     tid = t["task_id"]
-    out = d.ok("update_task", task_id=tid, input={
-        "description": None,
-        "metadata": {"due_date": None, "custom": {"links": {"ci": None, "doc": "wiki"}, "sprint": 4}},
-    })
+    out = d.ok(
+        "update_task",
+        task_id=tid,
+        input={
+            "description": None,
+            "metadata": {"due_date": None, "custom": {"links": {"ci": None, "doc": "wiki"}, "sprint": 4}},
+        },
+    )
     assert "description" not in out or out["description"] is None
-    assert out["metadata"] == {"assignee": "alice",
-                               "custom": {"ticket": "JIRA-1", "links": {"pr": 12, "doc": "wiki"}, "sprint": 4}}
+    assert out["metadata"] == {
+        "assignee": "alice",
+        "custom": {"ticket": "JIRA-1", "links": {"pr": 12, "doc": "wiki"}, "sprint": 4},
+    }
     out = d.ok("update_task", task_id=tid, input={"tags": None})
     assert out["tags"] == []
     out = d.ok("update_task", task_id=tid, input={"metadata": None})

@@ -106,7 +106,8 @@ def test_page_size_over_the_maximum_is_clamped_with_a_warning(d: Demo) -> None:
     env = d.call("list_tasks", {"limit": 101})
     assert env["success"] is True and env["data"]["pagination"]["limit"] == 100
     assert [(w["code"], w["details"]["original_count"], w["details"]["limit"]) for w in env["warnings"]] == [
-        ("VALIDATION_TRUNCATED_WARNING", 101, 100)]
+        ("VALIDATION_TRUNCATED_WARNING", 101, 100)
+    ]
     e = d.err("list_tasks", fields=["title", "owner"])
     assert e["details"]["unknown_fields"] == ["owner"] and "_computed.priority_rank" in e["details"]["valid_fields"]
 

@@ -34,8 +34,17 @@ def test_inspector_cli_over_stdio() -> None:
     assert read["annotations"]["title"] == "Display — Read"
 
     called = inspector(
-        PY, APP, "stdio", "--method", "tools/call", "--tool-name", f"{ADAPTER}_mcpaql_read",
-        "--tool-arg", "operation=introspect", "--tool-arg", 'params={"query": "operations"}',
+        PY,
+        APP,
+        "stdio",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        f"{ADAPTER}_mcpaql_read",
+        "--tool-arg",
+        "operation=introspect",
+        "--tool-arg",
+        'params={"query": "operations"}',
     )
     assert called["isError"] is False
     envelope = json.loads(called["content"][0]["text"])
@@ -47,8 +56,17 @@ def test_inspector_cli_over_stdio() -> None:
 def test_inspector_cli_over_http(http_servers: Callable[[str], HttpServer]) -> None:
     url = http_servers("stateful").url
     called = inspector(
-        url, "--transport", "http", "--method", "tools/call", "--tool-name", f"{ADAPTER}_mcpaql_read",
-        "--tool-arg", "operation=get_item", "--tool-arg", 'params={"item_id": "i1"}',
+        url,
+        "--transport",
+        "http",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        f"{ADAPTER}_mcpaql_read",
+        "--tool-arg",
+        "operation=get_item",
+        "--tool-arg",
+        'params={"item_id": "i1"}',
     )
     assert called["isError"] is False
     assert json.loads(called["content"][0]["text"]) == {"success": True, "data": {"item_id": "i1", "name": "first", "size": 1}}

@@ -81,8 +81,11 @@ async def test_stdio_lifespan_opens_before_and_closes_after_serving(tmp_path: Pa
 async def test_http_lifespan_closes_on_shutdown(tmp_path: Path) -> None:
     src, log = _app(tmp_path)
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "mcpaql.cli", "serve", str(src), "--transport", "http",
-                             "--port", str(port)], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpaql.cli", "serve", str(src), "--transport", "http", "--port", str(port)],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 20
         while not (log.exists() and "open" in log.read_text()):

@@ -16,11 +16,14 @@ def batch(h, items, tool=READ, **extra):
 
 
 def test_items_run_in_order_with_summary(h):
-    env = batch(h, [
-        {"operation": "get_task", "params": {"task_id": "t1"}},
-        {"operation": "list_tasks", "params": {"limit": 2}},
-        {"operation": "get_task", "params": {"task_id": "t2"}},
-    ])
+    env = batch(
+        h,
+        [
+            {"operation": "get_task", "params": {"task_id": "t1"}},
+            {"operation": "list_tasks", "params": {"limit": 2}},
+            {"operation": "get_task", "params": {"task_id": "t2"}},
+        ],
+    )
     assert env["success"] is True and env["data"] is None
     assert [r["index"] for r in env["results"]] == [0, 1, 2]
     assert [r["operation"] for r in env["results"]] == ["get_task", "list_tasks", "get_task"]
@@ -30,21 +33,27 @@ def test_items_run_in_order_with_summary(h):
 
 
 def test_failure_does_not_stop_later_items(h):
-    env = batch(h, [
-        {"operation": "get_task"},
-        {"operation": "nope"},
-        {"operation": "list_tasks"},
-    ])
+    env = batch(
+        h,
+        [
+            {"operation": "get_task"},
+            {"operation": "nope"},
+            {"operation": "list_tasks"},
+        ],
+    )
     codes = [r["result"].get("error", {}).get("code") for r in env["results"]]
     assert codes == ["VALIDATION_MISSING_PARAM", "NOT_FOUND_OPERATION", None]
     assert env["summary"] == {"total": 3, "succeeded": 1, "failed": 2}
 
 
 def test_gatekeeper_applies_per_item_REQ_MODE_005(h):
-    env = batch(h, [
-        {"operation": "list_tasks"},
-        {"operation": "delete_task", "params": {"task_id": "t1"}},
-    ])
+    env = batch(
+        h,
+        [
+            {"operation": "list_tasks"},
+            {"operation": "delete_task", "params": {"task_id": "t1"}},
+        ],
+    )
     assert env["results"][1]["result"]["error"]["code"] == "VALIDATION_ENDPOINT_MISMATCH"
     assert env["results"][1]["result"]["error"]["details"]["expected_endpoint"] == DELETE
 
@@ -57,12 +66,16 @@ def test_category_enforced_per_item_in_single_mode_REQ_MODE_009(harness):
 
 
 def test_stop_on_failure(h):
-    env = batch(h, [
-        {"operation": "list_tasks"},
-        {"operation": "get_task"},
-        {"operation": "list_tasks"},
-        {"operation": "list_tasks"},
-    ], _stop_on_failure=True)
+    env = batch(
+        h,
+        [
+            {"operation": "list_tasks"},
+            {"operation": "get_task"},
+            {"operation": "list_tasks"},
+            {"operation": "list_tasks"},
+        ],
+        _stop_on_failure=True,
+    )
     assert len(env["results"]) == 2
     assert env["summary"] == {"total": 4, "succeeded": 1, "failed": 1, "pending": 2}
     assert env["pending_operations"] == [{"index": 2, "operation": "list_tasks"}, {"index": 3, "operation": "list_tasks"}]
@@ -117,7 +130,6 @@ def test_batch_through_create_tool(h):
     assert env["summary"]["succeeded"] == 1
 
 
-
 def test_nul_rejected_inside_batch_items_REQ_VAL_024(h):
     env = batch(h, [{"operation": "echo", "params": {"text": "a\x00b"}}, {"operation": "echo", "params": {"text": "ok"}}])
     assert env["results"][0]["result"]["error"]["code"] == "VALIDATION_INVALID_ENCODING"
@@ -135,7 +147,6 @@ def test_schema_following_batch_form(h):
     env = h.call(READ, request)
     assert env["summary"] == {"total": 2, "succeeded": 1, "failed": 1}
     assert h.call(READ, {"operation": "batch"})["error"]["code"] == "NOT_FOUND_OPERATION"
-
 
 
 def test_REQ_WARN_009_item_warnings_are_collapsed_onto_the_batch() -> None:

@@ -127,8 +127,9 @@ def test_handler_domain_error_passes_through_REQ_ERR_001(harness):
     @app.delete
     def delete_thing(thing_id: str) -> dict:
         """Delete."""
-        raise MCPAQLError("NOT_FOUND_RESOURCE", f"Resource 'thing' not found: '{thing_id}'",
-                          {"resource_type": "thing", "resource_id": thing_id})
+        raise MCPAQLError(
+            "NOT_FOUND_RESOURCE", f"Resource 'thing' not found: '{thing_id}'", {"resource_type": "thing", "resource_id": thing_id}
+        )
 
     env = harness(adapter=app).call("dom_mcpaql_delete", {"operation": "delete_thing", "params": {"thing_id": "x9"}})
     assert env["error"] == {
@@ -244,8 +245,9 @@ def test_call_raw_without_tool_is_in_process(h):
 def test_execute_in_process_any_family(h):
     from mcpaql.protocol import ANY_FAMILY
 
-    env = run(h.engine.execute({"operation": "delete_task", "params": {"task_id": "t5"}}, h.engine.context(h.session),
-                               ANY_FAMILY))
+    env = run(
+        h.engine.execute({"operation": "delete_task", "params": {"task_id": "t5"}}, h.engine.context(h.session), ANY_FAMILY)
+    )
     assert env == {"success": True, "data": {"deleted": "t5"}}
 
 
@@ -263,8 +265,12 @@ def test_render_round_trip_and_is_error_REQ_MCP_013(h):
 def test_single_mode_routes_every_category_REQ_MODE_010(harness):
     h = harness(Config(mode="single"))
     assert h.call(SINGLE, {"operation": "delete_task", "params": {"task_id": "t1"}})["success"] is True
-    assert h.call(SINGLE, {"operation": "create_task", "params": {"title": "a", "owner": {
-        "name": "n", "address": {"street": "s"}}}})["success"] is True
+    assert (
+        h.call(
+            SINGLE, {"operation": "create_task", "params": {"title": "a", "owner": {"name": "n", "address": {"street": "s"}}}}
+        )["success"]
+        is True
+    )
     assert h.call(SINGLE, {"operation": "list_tasks"})["success"] is True
     assert err(h.call(SINGLE, {"operation": "nope"}))["code"] == "NOT_FOUND_OPERATION"
 

@@ -18,8 +18,10 @@ def test_success_shape_REQ_RSP_001_REQ_RSP_002():
 
 def test_failure_shape_REQ_RSP_003_REQ_RSP_007():
     env = failure(MCPAQLError("NOT_FOUND_RESOURCE", "Resource 'task' not found: 't1'", {"resource_id": "t1"}))
-    assert env == {"success": False, "error": {"code": "NOT_FOUND_RESOURCE", "message": "Resource 'task' not found: 't1'",
-                                               "details": {"resource_id": "t1"}}}
+    assert env == {
+        "success": False,
+        "error": {"code": "NOT_FOUND_RESOURCE", "message": "Resource 'task' not found: 't1'", "details": {"resource_id": "t1"}},
+    }
     assert_valid_envelope(env)
     bare = failure(MCPAQLError("INVALID_QUERY_TYPE", "m", {"x": 1}), with_details=False)
     assert bare == {"success": False, "error": {"code": "INVALID_QUERY_TYPE", "message": "m"}}
@@ -35,8 +37,9 @@ def test_warnings_only_on_success_REQ_RSP_005_REQ_RSP_006():
 def test_duplicate_warnings_collapse_and_cap():
     w = {"code": "VALIDATION_TRUNCATED_WARNING", "message": "cut", "details": {"field": "items"}}
     out = collapse_warnings([w, w, w])
-    assert out == [{"code": "VALIDATION_TRUNCATED_WARNING", "message": "cut", "details": {"field": "items",
-                                                                                           "occurrence_count": 3}}]
+    assert out == [
+        {"code": "VALIDATION_TRUNCATED_WARNING", "message": "cut", "details": {"field": "items", "occurrence_count": 3}}
+    ]
     assert w["details"] == {"field": "items"}  # inputs are not mutated
     many = [{"code": f"W_{i}", "message": "m", "severity": "high" if i == 20 else "low"} for i in range(25)]
     capped = collapse_warnings(many)

@@ -59,6 +59,7 @@ def test_each_extension_rewrites_what_exists_then_adds_its_own() -> None:
     assert desc["get_a"].endswith("[b]") and "[a]" not in desc["get_a"]  # a's rewrite ran before a's ops joined
     assert "[" not in desc["get_b"]
     assert eng.capabilities["x"] == "b"  # later wins
+
     # operations defined after use() are rewritten too: the rewrite runs at build time
     @app.read
     def get_late() -> dict:
@@ -79,6 +80,7 @@ def test_an_extension_refusing_a_spec_refuses_it_at_definition() -> None:
 
     app.use(Extension("picky", rewrite=picky))
     with pytest.raises(ValueError, match="refused"):
+
         @app.read
         def bad_thing() -> dict:
             """Bad."""

@@ -13,8 +13,14 @@ import pytest
 from aql_support import CREATE, DELETE, READ, SINGLE, assert_valid_input, make_alt_app
 from mcpaql import Config
 
-PROTOCOL_TYPES = {"SemanticCategory", "OperationInput", "OperationSuccess", "OperationFailure", "EndpointPermissions",
-                  "OperationResult"}
+PROTOCOL_TYPES = {
+    "SemanticCategory",
+    "OperationInput",
+    "OperationSuccess",
+    "OperationFailure",
+    "EndpointPermissions",
+    "OperationResult",
+}
 JSON_TYPES = {"string", "integer", "number", "boolean", "object", "array", "any", "null"}
 
 
@@ -89,14 +95,27 @@ def test_protocol_metadata_REQ_INTRO_008_REQ_INTRO_009_REQ_INTRO_010(h):
     assert p["display_name"] == "Task Tracker"
     assert p["concurrency"] in ("serialized", "read-concurrent", "fully-concurrent", "resource-locked")
     assert set(p["limits"]) == {
-        "max_request_size", "max_response_size", "max_string_length", "max_array_elements", "max_nesting_depth",
+        "max_request_size",
+        "max_response_size",
+        "max_string_length",
+        "max_array_elements",
+        "max_nesting_depth",
     }
 
 
 def test_protocol_capabilities_REQ_INTRO_011(h):
     caps = ops_list(h)["_protocol"]["capabilities"]
-    for flag in ("batch", "field_selection", "aggregations", "computed_fields", "pagination", "relationship_queries",
-                 "warnings", "confirmation", "dangerous_operations"):
+    for flag in (
+        "batch",
+        "field_selection",
+        "aggregations",
+        "computed_fields",
+        "pagination",
+        "relationship_queries",
+        "warnings",
+        "confirmation",
+        "dangerous_operations",
+    ):
         assert isinstance(caps[flag], bool), flag
     assert caps["batch"] is True
 
@@ -131,9 +150,11 @@ def test_session_id_in_protocol_REQ_INTRO_034_REQ_SESS_007(h):
     sid = ops_list(h)["_protocol"]["session_id"]
     assert sid == h.session.id and sid.startswith("sess_")
     other = h.engine.new_session()
-    assert h.call(READ, {"operation": "introspect", "params": {"query": "operations"}}, other)["data"]["_protocol"][
-        "session_id"
-    ] == other.id != sid
+    assert (
+        h.call(READ, {"operation": "introspect", "params": {"query": "operations"}}, other)["data"]["_protocol"]["session_id"]
+        == other.id
+        != sid
+    )
 
 
 def test_strict_mode_not_exposed_REQ_VAL_018(h):
@@ -155,9 +176,21 @@ def test_strict_mode_not_exposed_REQ_VAL_018(h):
 )
 def test_operation_detail_REQ_INTRO_013_REQ_INTRO_014_REQ_MODE_008(h, name, category, tool, read_only, destructive):
     d = detail(h, name)
-    assert set(d) <= {"name", "semantic_category", "endpoint", "mcpTool", "description", "permissions", "parameters",
-                      "returns", "examples", "computed_fields", "aggregation_support", "relationship_capabilities",
-                      "lifecycle"}
+    assert set(d) <= {
+        "name",
+        "semantic_category",
+        "endpoint",
+        "mcpTool",
+        "description",
+        "permissions",
+        "parameters",
+        "returns",
+        "examples",
+        "computed_fields",
+        "aggregation_support",
+        "relationship_capabilities",
+        "lifecycle",
+    }
     assert d["name"] == name
     assert d["semantic_category"] == category
     assert d["endpoint"] == category.lower()
@@ -259,8 +292,12 @@ def test_type_detail_variants_REQ_INTRO_018(h):
     def t(name):
         return h.introspect(query="types", name=name)["data"]["type"]
 
-    assert t("Priority") == {"name": "Priority", "kind": "enum", "description": "How urgent a task is.",
-                             "values": ["low", "high"]}
+    assert t("Priority") == {
+        "name": "Priority",
+        "kind": "enum",
+        "description": "How urgent a task is.",
+        "values": ["low", "high"],
+    }
     assert t("SemanticCategory")["values"] == ["CREATE", "READ", "UPDATE", "DELETE", "EXECUTE"]
     assert t("OperationResult")["members"] == ["OperationSuccess", "OperationFailure"]
     assert set(t("DateTime")) <= {"name", "kind", "description"}
@@ -384,8 +421,11 @@ def test_items_carry_element_facets_without_name_or_required_REQ_INTRO_015():
     from mcpaql.protocol.schema import parameter_info
 
     enum_items = {"type": "array", "items": {"type": "string", "enum": ["a", "b"], "description": "a letter"}}
-    assert parameter_info("letters", enum_items, False)["items"] == {"type": "string", "description": "a letter",
-                                                                      "enum": ["a", "b"]}
+    assert parameter_info("letters", enum_items, False)["items"] == {
+        "type": "string",
+        "description": "a letter",
+        "enum": ["a", "b"],
+    }
     nested = {"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 0}}}
     assert parameter_info("grid", nested, True)["items"] == {"type": "integer[]", "items": {"type": "integer", "minimum": 0}}
     assert "items" not in parameter_info("ids", {"type": "array", "items": {"type": "integer"}}, True)

@@ -51,8 +51,9 @@ def test_retry_plan_agrees_with_the_table(state: str) -> None:
         assert plan == "same"
     elif plan == "new":  # retried as a new execution: the old one is terminal and stays so
         assert allowed_events(state) == []
-    assert (plan is not None) == (Event.RETRY in allowed_events(state) or any(
-        s.value == state or ADAPTER_STATES.get(state) is s for s in RETRY_AS_NEW))
+    assert (plan is not None) == (
+        Event.RETRY in allowed_events(state) or any(s.value == state or ADAPTER_STATES.get(state) is s for s in RETRY_AS_NEW)
+    )
 
 
 def test_each_runtime_lifecycle_is_derived_from_the_table() -> None:

@@ -152,9 +152,7 @@ def test_string_limit_applies_to_keys_REQ_LIMIT_001(harness):
 
 def test_request_size_limit_REQ_LIMIT_002(small):
     texts = ["y" * 20_000] * 4  # each string is fine, the request is ~80 KB
-    details = too_large(
-        small.call(READ, {"operation": "list_tasks", "params": {"tags": texts}}), "request_size", 65_536, "bytes"
-    )
+    details = too_large(small.call(READ, {"operation": "list_tasks", "params": {"tags": texts}}), "request_size", 65_536, "bytes")
     request = {"operation": "list_tasks", "params": {"tags": texts}}
     assert details["actual_value"] == len(json.dumps(request, separators=(",", ":")).encode())
 

@@ -30,8 +30,9 @@ SETTINGS = settings(
 
 # One engine in 'all' mode (every tool exists), small limits so the limit paths are reachable.
 ENGINE = make_app().engine(
-    Config(mode="all", limits=Limits(max_request_size=65_536, max_string_length=65_536, max_array_elements=100,
-                                     max_nesting_depth=8))
+    Config(
+        mode="all", limits=Limits(max_request_size=65_536, max_string_length=65_536, max_array_elements=100, max_nesting_depth=8)
+    )
 )
 TOOLS = [t.name for t in ENGINE.tools] + ["tasks_mcpaql_nope", ""]
 OPS = [op.name for op in ENGINE.operations]
@@ -42,8 +43,7 @@ text = st.text(alphabet=any_char, max_size=20)
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text
 json_values = st.recursive(
     scalars,
-    lambda children: st.lists(children, max_size=5) | st.dictionaries(text | st.sampled_from(PARAM_NAMES), children,
-                                                                      max_size=5),
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(text | st.sampled_from(PARAM_NAMES), children, max_size=5),
     max_leaves=25,
 )
 op_names = st.sampled_from(OPS) | text | st.sampled_from(["Introspect", "list_tasks ", "LIST_TASKS", ""])
@@ -56,13 +56,24 @@ requests = st.one_of(
         {"operation": op_names, "params": param_dicts},
         optional={"task_id": json_values, "_meta": json_values, "junk": json_values},
     ),
-    st.fixed_dictionaries({"operation": st.just("introspect"), "params": st.fixed_dictionaries(
-        {"query": st.sampled_from(["operations", "types", "nope", ""]) | json_values},
-        optional={"name": st.sampled_from([*OPS, "Owner", "Priority", "Task", "Nope"]) | json_values},
-    )}),
-    st.fixed_dictionaries({"operations": st.lists(json_values | st.fixed_dictionaries(
-        {"operation": op_names}, optional={"params": param_dicts}), max_size=5) | json_values},
-        optional={"_stop_on_failure": json_values, "extra": json_values}),
+    st.fixed_dictionaries(
+        {
+            "operation": st.just("introspect"),
+            "params": st.fixed_dictionaries(
+                {"query": st.sampled_from(["operations", "types", "nope", ""]) | json_values},
+                optional={"name": st.sampled_from([*OPS, "Owner", "Priority", "Task", "Nope"]) | json_values},
+            ),
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "operations": st.lists(
+                json_values | st.fixed_dictionaries({"operation": op_names}, optional={"params": param_dicts}), max_size=5
+            )
+            | json_values
+        },
+        optional={"_stop_on_failure": json_values, "extra": json_values},
+    ),
     st.dictionaries(text | st.sampled_from(["operation", "params", "operations"]), json_values, max_size=5),
 )
 
@@ -101,6 +112,7 @@ def check_messages(env: dict, request: Any) -> None:
 def no_unexpected_internal_errors(env: dict, request: Any) -> None:
     """Malformed input is a client problem: only the deliberately failing handler may produce
     INTERNAL_ERROR."""
+
     def visit(e: dict) -> None:
         if e.get("success") is False and e["error"]["code"] == "INTERNAL_ERROR":
             assert "run_export" in json.dumps(request, default=str, ensure_ascii=True), (request, e)
@@ -201,17 +213,16 @@ def test_deep_nesting_is_rejected_cleanly_REQ_LIMIT_002(depth, leaf, via):
     else:
         assert env["success"] is False
         assert env["error"]["code"] == "VALIDATION_PAYLOAD_TOO_LARGE"
-        assert env["error"]["details"] == {
-            "limit_type": "nesting_depth", "limit_value": 8, "actual_value": 9, "unit": "levels"
-        }
+        assert env["error"]["details"] == {"limit_type": "nesting_depth", "limit_value": 8, "actual_value": 9, "unit": "levels"}
 
 
 @settings(max_examples=15, deadline=None, database=None)
 @given(size=st.integers(60_000, 70_000), char=st.sampled_from(["a", "é", "😀", "\x01", '"']))
 def test_huge_strings_are_limited_or_accepted_REQ_LIMIT_002(size, char):
     s = char * (size // len(char.encode()))
-    env = run(ENGINE.call_tool("tasks_mcpaql_read", {"operation": "echo", "params": {"text": s}},
-                               ENGINE.context(ENGINE.new_session())))
+    env = run(
+        ENGINE.call_tool("tasks_mcpaql_read", {"operation": "echo", "params": {"text": s}}, ENGINE.context(ENGINE.new_session()))
+    )
     assert_valid_envelope(env)
     request = {"operation": "echo", "params": {"text": s}}
     wire = len(json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode())

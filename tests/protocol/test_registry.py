@@ -25,8 +25,18 @@ def test_bad_operation_names_rejected_REQ_CLS_005(name):
     assert code_of(lambda: Registry("x").add(op(name))) == "SCHEMA_INVALID_NAME"
 
 
-@pytest.mark.parametrize("name", ["introspect", "execute_agent", "record_execution_step", "complete_execution",
-                                  "abort_execution", "confirm_operation", "verify_challenge"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "introspect",
+        "execute_agent",
+        "record_execution_step",
+        "complete_execution",
+        "abort_execution",
+        "confirm_operation",
+        "verify_challenge",
+    ],
+)
 def test_reserved_names_rejected_REQ_CLS_010(name):
     assert name in RESERVED
     assert code_of(lambda: Registry("x").add(op(name, RESERVED[name]))) == "SCHEMA_INVALID_NAME"

@@ -168,8 +168,10 @@ def test_single_tool_annotations_REQ_MCP_009():
 
 def test_custom_family_annotations_follow_riskiest_operation_REQ_MCP_009():
     ts = tools(app=make_alt_app())
-    assert (ts["inventory_mcpaql_query"].annotations["readOnlyHint"], ts["inventory_mcpaql_query"].annotations[
-        "destructiveHint"]) == (True, False)
+    assert (
+        ts["inventory_mcpaql_query"].annotations["readOnlyHint"],
+        ts["inventory_mcpaql_query"].annotations["destructiveHint"],
+    ) == (True, False)
     assert ts["inventory_mcpaql_manage"].annotations["readOnlyHint"] is False
     assert ts["inventory_mcpaql_manage"].annotations["destructiveHint"] is True  # it holds a DELETE
 
@@ -232,8 +234,13 @@ def test_alternate_family_description_template_REQ_MCP_004_REQ_MODE_019():
 def test_single_description_template_REQ_MCP_005():
     d = tools(Config(mode="single"))["tasks_mcpaql"].description
     assert d.startswith("MCP-AQL Task Tracker adapter. All operations through unified entry point.")
-    for line in ("- Create: create_task, remember", "- Read: list_tasks, get_task, echo, whoami, introspect",
-                 "- Update: update_task", "- Delete: delete_task", "- Execute: run_export, start_job"):
+    for line in (
+        "- Create: create_task, remember",
+        "- Read: list_tasks, get_task, echo, whoami, introspect",
+        "- Update: update_task",
+        "- Delete: delete_task",
+        "- Execute: run_export, start_job",
+    ):
         assert line in d
     assert 'Quick start: {"operation":"introspect","params":{"query":"operations"}}' in d
 
@@ -285,8 +292,15 @@ def test_adapter_names_are_snake_cased_in_tool_names():
 def test_allowed_categories_from_environment_REQ_MODE_009():
     cfg = Config.load(env={"MCPAQL_ALLOW": "read, create", "MCP_AQL_ENDPOINT_MODE": "single"})
     assert cfg.allow == frozenset({"READ", "CREATE"})
-    assert set(tools(cfg)["tasks_mcpaql"].operations) == {"list_tasks", "get_task", "echo", "whoami", "create_task",
-                                                           "remember", "introspect"}
+    assert set(tools(cfg)["tasks_mcpaql"].operations) == {
+        "list_tasks",
+        "get_task",
+        "echo",
+        "whoami",
+        "create_task",
+        "remember",
+        "introspect",
+    }
 
 
 def test_REQ_MCP_023_long_prefix_is_warned_about_once(caplog):

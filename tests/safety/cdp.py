@@ -13,8 +13,14 @@ from pathlib import Path
 from typing import Any
 
 BINARY = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-         "--disable-dev-shm-usage")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+)
 
 
 class Chromium:
@@ -29,7 +35,10 @@ class Chromium:
 
         self.proc = subprocess.Popen(
             [BINARY, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
-            pass_fds=(3, 4), preexec_fn=wire, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            pass_fds=(3, 4),
+            preexec_fn=wire,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         os.close(cmd_r)
         os.close(out_w)
@@ -70,8 +79,10 @@ class Chromium:
     def click_and_wait(self, selector: str, ready: str = "true") -> None:
         """Click ``selector`` and wait until a *new* document is loaded and ``ready`` holds."""
         self.evaluate("window.__before_click = true")
-        clicked = self.evaluate(f"(() => {{ const b = document.querySelector({json.dumps(selector)});"
-                                " if (!b) return false; b.click(); return true; })()")
+        clicked = self.evaluate(
+            f"(() => {{ const b = document.querySelector({json.dumps(selector)});"
+            " if (!b) return false; b.click(); return true; })()"
+        )
         if not clicked:
             raise LookupError(selector)
         self.wait_for(f"!window.__before_click && document.readyState === 'complete' && ({ready})")

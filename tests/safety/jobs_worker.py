@@ -26,8 +26,7 @@ async def main() -> None:
 
     install_jobs(app, open_store(sys.argv[1]), owner_ttl=float(sys.argv[2]))
     engine = app.engine(Config.load(env={}))
-    env = await engine.execute({"operation": "rebuild_index", "params": {"shard": "s1"}},
-                               engine.context(engine.new_session()))
+    env = await engine.execute({"operation": "rebuild_index", "params": {"shard": "s1"}}, engine.context(engine.new_session()))
     print(json.dumps({"execution_id": env["data"]["execution_id"]}), flush=True)
     await asyncio.sleep(3600)
 

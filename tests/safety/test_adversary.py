@@ -42,11 +42,27 @@ from mcpaql.store.sqlite import SQLiteStore
 
 IDENTITIES = ("alice", "bob", "mallory")
 ELEMENTS = ("agentA", "agentA-v2", "agentC", "helper")
-HINTS = ("read_file notes.txt", "delete_user 7", "drop_table users", "git push --force to main", "rm -rf /srv",
-         "list_tasks", "write report", "read_file a", "summarise notes")
+HINTS = (
+    "read_file notes.txt",
+    "delete_user 7",
+    "drop_table users",
+    "git push --force to main",
+    "rm -rf /srv",
+    "list_tasks",
+    "write report",
+    "read_file a",
+    "summarise notes",
+)
 EXAMPLES = int(os.environ.get("MCPAQL_ADVERSARY_EXAMPLES", "150"))
-STATS = {"examples": 0, "steps": 0, "writes_refused_blocked": 0, "writes_refused_paused": 0, "tokens_redeemed": 0,
-         "tokens_refused": 0, "unblocked_by_human": 0}
+STATS = {
+    "examples": 0,
+    "steps": 0,
+    "writes_refused_blocked": 0,
+    "writes_refused_paused": 0,
+    "tokens_redeemed": 0,
+    "tokens_refused": 0,
+    "unblocked_by_human": 0,
+}
 
 
 class Shown(DisplayChannel):
@@ -98,8 +114,7 @@ def make_app(writes: list[str]) -> Adapter:
 
 
 TOKEN = re.compile(r"conf_[A-Za-z0-9_-]{59}")
-WRITE_TOOLS = {"create_task": "tasks_mcpaql_create", "update_task": "tasks_mcpaql_update",
-               "delete_task": "tasks_mcpaql_delete"}
+WRITE_TOOLS = {"create_task": "tasks_mcpaql_create", "update_task": "tasks_mcpaql_update", "delete_task": "tasks_mcpaql_delete"}
 
 
 class Adversary(RuleBasedStateMachine):
@@ -112,9 +127,12 @@ class Adversary(RuleBasedStateMachine):
         self.writes: list[str] = []
         self.shown = Shown()
         app = make_app(self.writes)
-        cfg = SafetyConfig(trust="validated", loop_mode="enforcing", max_failed_verifications=6,
-                           autonomy={"deny": ["drop_*", "rm -rf*"], "requires_approval": ["delete_*"],
-                                     "max_autonomous_steps": 12})
+        cfg = SafetyConfig(
+            trust="validated",
+            loop_mode="enforcing",
+            max_failed_verifications=6,
+            autonomy={"deny": ["drop_*", "rm -rf*"], "requires_approval": ["delete_*"], "max_autonomous_steps": 12},
+        )
         self.safety = install_safety(app, cfg, store=self.store, channels=[self.shown])
         self.engine = app.engine(Config(mode="all"))
         self.sessions: dict[str, Session] = {who: self._session(who) for who in IDENTITIES}
@@ -138,8 +156,9 @@ class Adversary(RuleBasedStateMachine):
         block, pause = await self.store.get_many([(NS_BLOCK, who), (NS_PAUSE, who)])
         return block is not None, pause is not None
 
-    def call(self, who: str, request: dict[str, Any], tool: str, *, per_request: bool = False,
-             sent: str | None = None) -> dict[str, Any]:
+    def call(
+        self, who: str, request: dict[str, Any], tool: str, *, per_request: bool = False, sent: str | None = None
+    ) -> dict[str, Any]:
         """One call as ``who``; checks the response for leaked secrets."""
         STATS["steps"] += 1
         session = self._session(who, True) if per_request else self.sessions[who]
@@ -172,12 +191,17 @@ class Adversary(RuleBasedStateMachine):
 
     @rule(who=st.sampled_from(IDENTITIES), element=st.sampled_from(ELEMENTS), hint=st.sampled_from(HINTS))
     def step(self, who: str, element: str, hint: str) -> None:
-        self.call(who, {"operation": "record_execution_step", "params": {"element_name": element,
-                                                                          "next_action_hint": hint}},
-                  "tasks_mcpaql_create")
+        self.call(
+            who,
+            {"operation": "record_execution_step", "params": {"element_name": element, "next_action_hint": hint}},
+            "tasks_mcpaql_create",
+        )
 
-    @rule(who=st.sampled_from(IDENTITIES), element=st.sampled_from(ELEMENTS),
-          hint=st.sampled_from(["drop_table users", "rm -rf /srv", "delete_user 7", "git push --force"]))
+    @rule(
+        who=st.sampled_from(IDENTITIES),
+        element=st.sampled_from(ELEMENTS),
+        hint=st.sampled_from(["drop_table users", "rm -rf /srv", "delete_user 7", "git push --force"]),
+    )
     def provoke(self, who: str, element: str, hint: str) -> None:
         """Start (or continue) an execution and report an action that blocks or pauses."""
         self.call(who, {"operation": "execute_agent", "params": {"element_name": element}}, "tasks_mcpaql_execute")
@@ -185,15 +209,21 @@ class Adversary(RuleBasedStateMachine):
 
     @rule(who=st.sampled_from(IDENTITIES), element=st.sampled_from(ELEMENTS), finish=st.booleans())
     def execute_or_finish(self, who: str, element: str, finish: bool) -> None:
-        op = ("complete_execution" if finish else "execute_agent")
+        op = "complete_execution" if finish else "execute_agent"
         self.call(who, {"operation": op, "params": {"element_name": element}}, "tasks_mcpaql_execute")
 
-    @rule(who=st.sampled_from(IDENTITIES), op=st.sampled_from(["create_task", "update_task", "delete_task"]),
-          single=st.booleans(), batch=st.booleans(), per_request=st.booleans())
+    @rule(
+        who=st.sampled_from(IDENTITIES),
+        op=st.sampled_from(["create_task", "update_task", "delete_task"]),
+        single=st.booleans(),
+        batch=st.booleans(),
+        per_request=st.booleans(),
+    )
     def write(self, who: str, op: str, single: bool, batch: bool, per_request: bool) -> None:
         blocked, paused = self.run(self._state(who))
-        params = {"create_task": {"title": "t"}, "update_task": {"task_id": "1", "title": "t"},
-                  "delete_task": {"task_id": "w"}}[op]
+        params = {"create_task": {"title": "t"}, "update_task": {"task_id": "1", "title": "t"}, "delete_task": {"task_id": "w"}}[
+            op
+        ]
         item = {"operation": op, "params": params}
         request = {"operations": [item, item]} if batch else item
         tool = "tasks_mcpaql" if single else WRITE_TOOLS[op]
@@ -203,10 +233,14 @@ class Adversary(RuleBasedStateMachine):
             assert len(self.writes) == before, f"{who} wrote while {'blocked' if blocked else 'paused'}"
             STATS["writes_refused_blocked" if blocked else "writes_refused_paused"] += 1
 
-    @rule(data=st.data(), op=st.sampled_from(["create_task", "update_task", "delete_task"]),
-          single=st.booleans(), batch=st.booleans(), per_request=st.booleans())
-    def stopped_identity_tries_to_write(self, data: st.DataObject, op: str, single: bool, batch: bool,
-                                        per_request: bool) -> None:
+    @rule(
+        data=st.data(),
+        op=st.sampled_from(["create_task", "update_task", "delete_task"]),
+        single=st.booleans(),
+        batch=st.booleans(),
+        per_request=st.booleans(),
+    )
+    def stopped_identity_tries_to_write(self, data: st.DataObject, op: str, single: bool, batch: bool, per_request: bool) -> None:
         """The attack itself: an identity that is blocked or paused right now tries to write."""
         stopped = [who for who in IDENTITIES if any(self.run(self._state(who)))]
         if stopped:
@@ -220,8 +254,12 @@ class Adversary(RuleBasedStateMachine):
         for token in [t for t in self.tokens if t not in before]:
             self._redeem(who, token, per_request, "none")
 
-    @rule(who=st.sampled_from(IDENTITIES), data=st.data(), per_request=st.booleans(),
-          tamper=st.sampled_from(["none", "params", "secret", "id"]))
+    @rule(
+        who=st.sampled_from(IDENTITIES),
+        data=st.data(),
+        per_request=st.booleans(),
+        tamper=st.sampled_from(["none", "params", "secret", "id"]),
+    )
     @precondition(lambda self: bool(self.tokens))
     def redeem(self, who: str, data: st.DataObject, per_request: bool, tamper: str) -> None:
         """Replay any token ever seen — by anyone, in any session, with any tampering."""
@@ -239,9 +277,14 @@ class Adversary(RuleBasedStateMachine):
         blocked, paused = self.run(self._state(who))
         session_id = None if per_request else self.sessions[who].id
         before = len(self.writes)
-        env = self.call(who, {"operation": "delete_task", "params": {**params, "_confirmation": sent}},
-                        "tasks_mcpaql_delete", per_request=per_request, sent=sent)
-        rightful = (tamper == "none" and owner == who and not used and bound in (None, session_id))
+        env = self.call(
+            who,
+            {"operation": "delete_task", "params": {**params, "_confirmation": sent}},
+            "tasks_mcpaql_delete",
+            per_request=per_request,
+            sent=sent,
+        )
+        rightful = tamper == "none" and owner == who and not used and bound in (None, session_id)
         if env["success"]:
             assert rightful, "a token worked for the wrong caller, parameters or a second time"
             assert not blocked and not paused
@@ -254,23 +297,34 @@ class Adversary(RuleBasedStateMachine):
             if rightful and not blocked and not paused and code != "RATE_LIMIT_EXCEEDED":
                 raise AssertionError(f"the rightful caller's token was refused: {code}")
 
-    @rule(who=st.sampled_from(IDENTITIES), data=st.data(), verify=st.booleans(),
-          code=st.sampled_from(["wrong", "other", "right"]), claim=st.sampled_from([None, *ELEMENTS]))
+    @rule(
+        who=st.sampled_from(IDENTITIES),
+        data=st.data(),
+        verify=st.booleans(),
+        code=st.sampled_from(["wrong", "other", "right"]),
+        claim=st.sampled_from([None, *ELEMENTS]),
+    )
     @precondition(lambda self: bool(self.shown.codes))
     def submit_code(self, who: str, data: st.DataObject, verify: bool, code: str, claim: str | None) -> None:
         """Any challenge id (own, foreign, random), any code — the right one only as the human."""
         cid = data.draw(st.sampled_from([*self.shown.codes, "00000000-0000-4000-8000-000000000000"]))
         owner = self.shown.codes.get(cid, ("", ""))[1]
-        value = {"wrong": "AAAA-BBBB-CCCC", "right": self.shown.codes.get(cid, ("x", ""))[0],
-                 "other": next(iter(self.shown.codes.values()))[0]}[code]
+        value = {
+            "wrong": "AAAA-BBBB-CCCC",
+            "right": self.shown.codes.get(cid, ("x", ""))[0],
+            "other": next(iter(self.shown.codes.values()))[0],
+        }[code]
         if code == "right" and owner != who:
             value = "WRONG-WRONG"  # only the human holds the right code, and gives it to the right agent
         params: dict[str, Any] = {"challenge_id": cid, "code": value}
         if not verify and claim:
             params["element_name"] = claim
         was_blocked = self.run(self._state(owner))[0] if owner else False
-        env = self.call(who, {"operation": "verify_challenge" if verify else "confirm_operation", "params": params},
-                        "tasks_mcpaql_create" if verify else "tasks_mcpaql_execute")
+        env = self.call(
+            who,
+            {"operation": "verify_challenge" if verify else "confirm_operation", "params": params},
+            "tasks_mcpaql_create" if verify else "tasks_mcpaql_execute",
+        )
         if env["success"]:
             assert owner == who and value == self.shown.codes[cid][0], "a challenge passed without its code"
             if was_blocked and not self.run(self._state(owner))[0]:
@@ -284,8 +338,11 @@ class Adversary(RuleBasedStateMachine):
         code, owner = self.shown.codes[cid]
         kind = "verify_challenge" if data.draw(st.booleans()) else "confirm_operation"
         was_blocked = self.run(self._state(owner))[0]
-        env = self.call(owner, {"operation": kind, "params": {"challenge_id": cid, "code": code}},
-                        "tasks_mcpaql_create" if kind == "verify_challenge" else "tasks_mcpaql_execute")
+        env = self.call(
+            owner,
+            {"operation": kind, "params": {"challenge_id": cid, "code": code}},
+            "tasks_mcpaql_create" if kind == "verify_challenge" else "tasks_mcpaql_execute",
+        )
         if env["success"] and was_blocked and not self.run(self._state(owner))[0]:
             STATS["unblocked_by_human"] += 1
 
@@ -323,8 +380,9 @@ class Adversary(RuleBasedStateMachine):
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-Adversary.TestCase.settings = settings(max_examples=EXAMPLES, stateful_step_count=40, deadline=None,
-                                       suppress_health_check=list(HealthCheck))
+Adversary.TestCase.settings = settings(
+    max_examples=EXAMPLES, stateful_step_count=40, deadline=None, suppress_health_check=list(HealthCheck)
+)
 TestAdversary = Adversary.TestCase
 
 

@@ -87,8 +87,16 @@ async def test_REQ_OOB_016_page_renders_in_headless_chromium(sqlite_store, tmp_p
     h, page = await blocked_setup(sqlite_store)
     try:
         pending = await h.safety.challenges.pending(with_codes=True)
-        base = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--no-first-run", "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}"]
+        base = [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--no-first-run",
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={tmp_path / 'profile'}",
+        ]
 
         def run(*args: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run([*base, *args], capture_output=True, text=True, timeout=90)
@@ -118,7 +126,8 @@ async def test_REQ_OOB_016_operator_clicks_unblock_and_approve_in_chromium(sqlit
     try:
         await asyncio.to_thread(browser.goto, page.url)
         shown = await asyncio.to_thread(
-            browser.evaluate, "[...document.querySelectorAll('#challenges span.code')].map(e => e.textContent)")
+            browser.evaluate, "[...document.querySelectorAll('#challenges span.code')].map(e => e.textContent)"
+        )
         pending = await h.safety.challenges.pending(with_codes=True)
         assert sorted(shown) == sorted(c["code"] for c in pending)
         # click "Approve" for the paused helper, then "Unblock" for the blocked bot

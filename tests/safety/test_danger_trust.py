@@ -25,8 +25,13 @@ def op(name: str, cat: Category, **kw) -> OperationSpec:
 
 @pytest.mark.parametrize(
     ("cat", "level"),
-    [(Category.READ, "safe"), (Category.CREATE, "reversible"), (Category.UPDATE, "reversible"),
-     (Category.DELETE, "destructive"), (Category.EXECUTE, "reversible")],
+    [
+        (Category.READ, "safe"),
+        (Category.CREATE, "reversible"),
+        (Category.UPDATE, "reversible"),
+        (Category.DELETE, "destructive"),
+        (Category.EXECUTE, "reversible"),
+    ],
 )
 def test_REQ_DANGER_004_category_defaults_part_f_13(cat: Category, level: str) -> None:
     assert classify(op("do_it", cat)).level.label == level
@@ -34,9 +39,17 @@ def test_REQ_DANGER_004_category_defaults_part_f_13(cat: Category, level: str) -
 
 @pytest.mark.parametrize(
     ("name", "level"),
-    [("force_push", "dangerous"), ("remove_permanently", "dangerous"), ("bulk_delete_users", "dangerous"),
-     ("purge_logs", "dangerous"), ("drop_table", "forbidden"), ("delete_all_users", "forbidden"),
-     ("truncate_table", "forbidden"), ("deploy_production", "forbidden"), ("wipe_data", "forbidden")],
+    [
+        ("force_push", "dangerous"),
+        ("remove_permanently", "dangerous"),
+        ("bulk_delete_users", "dangerous"),
+        ("purge_logs", "dangerous"),
+        ("drop_table", "forbidden"),
+        ("delete_all_users", "forbidden"),
+        ("truncate_table", "forbidden"),
+        ("deploy_production", "forbidden"),
+        ("wipe_data", "forbidden"),
+    ],
 )
 def test_REQ_DANGER_012_name_patterns(name: str, level: str) -> None:
     d = classify(op(name, Category.EXECUTE))
@@ -49,8 +62,13 @@ def test_REQ_DANGER_013_highest_pattern_wins_and_declaration_overrides() -> None
     assert classify(op("drop_force", Category.DELETE)).level is DangerLevel.FORBIDDEN
     declared = classify(op("force_sync", Category.EXECUTE, danger_level="safe"))
     assert declared.level is DangerLevel.SAFE and declared.source == "declared"
-    block = classify(op("x", Category.READ, extensions={"danger": {"level": "dangerous", "reasons": ["r"],
-                                                                  "confirmation_message": "Kill {x}?"}}))
+    block = classify(
+        op(
+            "x",
+            Category.READ,
+            extensions={"danger": {"level": "dangerous", "reasons": ["r"], "confirmation_message": "Kill {x}?"}},
+        )
+    )
     assert block.level is DangerLevel.DANGEROUS and block.reasons == ("r",)
     assert block.message("x", {"x": "y", "_confirmation": "c"}) == "Kill y?"
     assert classify(op("drop_x", Category.READ), {"drop_x": "reversible"}).level is DangerLevel.REVERSIBLE
@@ -100,4 +118,9 @@ def test_REQ_DANGER_011_gating_matrix(danger: str) -> None:
 
 def test_REQ_DANGER_009_minimum_trust() -> None:
     assert [minimum_trust(d).label for d in DangerLevel] == [
-        "generated", "validated", "validated", "community_reviewed", "certified"]
+        "generated",
+        "validated",
+        "validated",
+        "community_reviewed",
+        "certified",
+    ]

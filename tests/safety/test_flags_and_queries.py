@@ -41,8 +41,11 @@ def test_REQ_RATE_004_REQ_TRUST_010_quota_status_and_adapter_info_via_introspect
         return []
 
     app.read(list_things)
-    cfg = SafetyConfig(trust="validated", store=f"sqlite:///{tmp_path / 's.db'}",
-                       quotas=[{"metric": "requests_per_day", "warn": 5, "pause": 8, "hard_stop": 10}])
+    cfg = SafetyConfig(
+        trust="validated",
+        store=f"sqlite:///{tmp_path / 's.db'}",
+        quotas=[{"metric": "requests_per_day", "warn": 5, "pause": 8, "hard_stop": 10}],
+    )
     install_safety(app, cfg)
     eng = app.engine(Config())
     s = eng.new_session()

@@ -30,8 +30,12 @@ async def test_REQ_TOKEN_007_confirmation_required_shape_part_f_7(sqlite_store, 
     d = env["error"]["details"]
     assert d["operation"] == "delete_task" and d["danger_level"] == "destructive"
     assert d["reasons"] and d["confirmation_message"] and d["expires_at"].endswith("Z")
-    assert env["confirmation"] == {"token": token, "expires_at": d["expires_at"], "message": d["confirmation_message"],
-                                   "reasons": d["reasons"]}
+    assert env["confirmation"] == {
+        "token": token,
+        "expires_at": d["expires_at"],
+        "message": d["confirmation_message"],
+        "reasons": d["reasons"],
+    }
     assert TOKEN_RE.match(token) and token.startswith("conf_") and 8 <= len(token) <= 80  # REQ-TOKEN-003
     assert len(token) - len("conf_") >= 32  # ≥128 bits of url-safe base64 (REQ-TOKEN-005)
 
@@ -68,8 +72,17 @@ async def test_REQ_TOKEN_006_defaults_are_part_of_the_binding(sqlite_store) -> N
 
 async def test_REQ_TOKEN_008_018_unknown_malformed_and_wrong_prefix_are_invalid(sqlite_store) -> None:
     h = build(sqlite_store, trust="validated", quotas=[])
-    for bad in ("conf_doesnotexist", "nonsense", "", 42, None, {"t": 1}, "conf_" + "a" * 65, "quota_continue_abc",
-                "conf_bad token"):
+    for bad in (
+        "conf_doesnotexist",
+        "nonsense",
+        "",
+        42,
+        None,
+        {"t": 1},
+        "conf_" + "a" * 65,
+        "quota_continue_abc",
+        "conf_bad token",
+    ):
         r = await h.call("delete_task", task_id="t1", _confirmation=bad)
         if bad is None:
             assert r["error"]["code"] == "CONFIRMATION_REQUIRED"
@@ -94,9 +107,17 @@ async def test_REQ_TOKEN_011_clock_skew_tolerance_is_added_to_expiry(sqlite_stor
     assert (await h.call("delete_task", task_id="t1", _confirmation=token))["success"] is True
 
 
-@pytest.mark.parametrize("bad", [{"clock_skew_tolerance_seconds": 301}, {"clock_skew_tolerance_seconds": -1},
-                                 {"token_ttl_seconds": 901}, {"token_ttl_seconds": 0},
-                                 {"forbidden_token_ttl_seconds": 301}, {"quota_token_ttl_seconds": 601}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"clock_skew_tolerance_seconds": 301},
+        {"clock_skew_tolerance_seconds": -1},
+        {"token_ttl_seconds": 901},
+        {"token_ttl_seconds": 0},
+        {"forbidden_token_ttl_seconds": 301},
+        {"quota_token_ttl_seconds": 601},
+    ],
+)
 async def test_REQ_TOKEN_009_011_ttl_and_skew_bounds_are_validated(sqlite_store, bad) -> None:
     with pytest.raises(ValueError):
         build(sqlite_store, trust="validated", **bad)
@@ -135,8 +156,12 @@ async def test_REQ_TRUST_008_untested_allows_only_introspection(sqlite_store) ->
     h = build(sqlite_store)  # no trust block → untested (REQ-TRUST-009)
     r = await h.call("get_task", task_id="1")
     assert r["error"]["code"] == "PERMISSION_TRUST_LEVEL_INSUFFICIENT"
-    assert r["error"]["details"] == {"operation": "get_task", "required_trust": "generated", "actual_trust": "untested",
-                                     "danger_level": 0}
+    assert r["error"]["details"] == {
+        "operation": "get_task",
+        "required_trust": "generated",
+        "actual_trust": "untested",
+        "danger_level": 0,
+    }
     assert (await h.call("introspect", query="operations"))["success"] is True
 
 
@@ -167,17 +192,23 @@ async def test_REQ_TOKEN_009_forbidden_tokens_get_the_short_ttl(sqlite_store) ->
     _r, token = await confirm_flow(h, "drop_project", project="p")
     rec = await sqlite_store.get(NS_TOKEN, token_id(token))
     import time
+
     assert rec["expires_at"] - time.time() <= 121
 
 
 async def test_REQ_GATE_005_policy_globs_most_restrictive_wins(sqlite_store) -> None:
-    h = build(sqlite_store, trust="certified", confirm_destructive=False, policies=[
-        {"operation": "*_task", "permission": "allow"},
-        {"operation": "create_*", "permission": "confirm"},
-        {"operation": "update_task", "permission": "deny"},
-        {"adapter": "other", "operation": "*", "permission": "deny"},
-        {"adapter": "tas*", "operation": "get_task", "permission": "allow"},
-    ])
+    h = build(
+        sqlite_store,
+        trust="certified",
+        confirm_destructive=False,
+        policies=[
+            {"operation": "*_task", "permission": "allow"},
+            {"operation": "create_*", "permission": "confirm"},
+            {"operation": "update_task", "permission": "deny"},
+            {"adapter": "other", "operation": "*", "permission": "deny"},
+            {"adapter": "tas*", "operation": "get_task", "permission": "allow"},
+        ],
+    )
     assert (await h.call("get_task", task_id="1"))["success"] is True
     assert (await h.call("create_task", title="x"))["error"]["code"] == "CONFIRMATION_REQUIRED"
     r = await h.call("update_task", task_id="1", title="y")
@@ -195,11 +226,16 @@ async def test_REQ_GATE_002_enforced_in_single_mode_and_batches(sqlite_store, as
     tool = h.engine.single_tool
     r = await h.raw({"operation": "delete_task", "params": {"task_id": "1"}}, tool=tool)
     assert r["error"]["code"] == "CONFIRMATION_REQUIRED"
-    batch = await h.raw({"operations": [
-        {"operation": "get_task", "params": {"task_id": "1"}},
-        {"operation": "delete_task", "params": {"task_id": "2"}},
-        {"operation": "get_task", "params": {"task_id": "3"}},
-    ]}, tool=tool)
+    batch = await h.raw(
+        {
+            "operations": [
+                {"operation": "get_task", "params": {"task_id": "1"}},
+                {"operation": "delete_task", "params": {"task_id": "2"}},
+                {"operation": "get_task", "params": {"task_id": "3"}},
+            ]
+        },
+        tool=tool,
+    )
     assert_valid_envelope(batch)
     # batch-operation.schema.json's halted shape (docs/conformance.md decision B1)
     assert batch["summary"] == {"total": 3, "succeeded": 1, "failed": 0, "halted": 1, "pending": 1}
@@ -210,8 +246,9 @@ async def test_REQ_GATE_002_enforced_in_single_mode_and_batches(sqlite_store, as
     assert batch["pending_operations"] == [{"index": 2, "operation": "get_task", "params": {"task_id": "3"}}]
     token = halted["error"]["details"]["confirmation_token"]
     assert token.startswith("conf_")
-    again = await h.raw({"operations": [{"operation": "delete_task", "params": {"task_id": "2", "_confirmation": token}}]},
-                        tool=tool)
+    again = await h.raw(
+        {"operations": [{"operation": "delete_task", "params": {"task_id": "2", "_confirmation": token}}]}, tool=tool
+    )
     assert again["summary"]["succeeded"] == 1 and h.app.deleted == ["2"]
     denied = await h.raw({"operations": [{"operation": "bulk_delete_tasks", "params": {"project": "p"}}]}, tool=tool)
     assert denied["results"][0]["result"]["error"]["code"] == "PERMISSION_DANGER_LEVEL_DENIED"
@@ -232,8 +269,15 @@ async def test_REQ_TOKEN_019_REQ_GATE_007_REQ_DANGER_008_audit_trail(sqlite_stor
     await h.call("delete_task", task_id="t1", _confirmation=token)
     await h.call("bulk_delete_tasks", project="p")
     events = [e["event"] for e in await sqlite_store.read_audit()]
-    for ev in ("TOKEN_ISSUED", "CONFIRMATION_REQUIRED", "TOKEN_VALIDATED", "CONFIRMATION_GRANTED", "DANGEROUS_OPERATION",
-               "TOKEN_REJECTED", "OPERATION_DENIED"):
+    for ev in (
+        "TOKEN_ISSUED",
+        "CONFIRMATION_REQUIRED",
+        "TOKEN_VALIDATED",
+        "CONFIRMATION_GRANTED",
+        "DANGEROUS_OPERATION",
+        "TOKEN_REJECTED",
+        "OPERATION_DENIED",
+    ):
         assert ev in events, ev
     entries = await sqlite_store.read_audit()
     confirmed = [e for e in entries if e["event"] == "DANGEROUS_OPERATION" and e["outcome"] == "confirmed"]
@@ -265,11 +309,9 @@ async def test_a_built_engine_is_immutable_safety_builds_a_new_one(sqlite_store)
         engine.capabilities["confirmation"] = True  # type: ignore[index]
     safety = Safety(SafetyConfig(trust="validated"), "tasks", sqlite_store)
     guarded = engine.extend(dataclasses.replace(safety.extension(), rewrite=None))
-    r = await guarded.execute({"operation": "delete_task", "params": {"task_id": "1"}},
-                              guarded.context(guarded.new_session()))
+    r = await guarded.execute({"operation": "delete_task", "params": {"task_id": "1"}}, guarded.context(guarded.new_session()))
     assert r["error"]["code"] == "CONFIRMATION_REQUIRED"
-    r = await engine.execute({"operation": "introspect", "params": {"query": "operations"}},
-                             engine.context(engine.new_session()))
+    r = await engine.execute({"operation": "introspect", "params": {"query": "operations"}}, engine.context(engine.new_session()))
     assert r["data"]["_protocol"]["capabilities"]["confirmation"] is False  # the original is untouched
     loop = Safety(SafetyConfig(trust="validated", loop_mode="enforcing"), "tasks", sqlite_store)
     with pytest.raises(ValueError, match="frozen"):
@@ -279,8 +321,7 @@ async def test_a_built_engine_is_immutable_safety_builds_a_new_one(sqlite_store)
 async def test_REQ_TOKEN_020_failed_validations_are_rate_limited(sqlite_store) -> None:
     h = build(sqlite_store, trust="validated")
     h.safety.tokens.max_failures = 5
-    codes = [(await h.call("delete_task", task_id="1", _confirmation=f"conf_guess{i}"))["error"]["code"]
-             for i in range(7)]
+    codes = [(await h.call("delete_task", task_id="1", _confirmation=f"conf_guess{i}"))["error"]["code"] for i in range(7)]
     assert codes == ["TOKEN_INVALID"] * 5 + ["RATE_LIMIT_EXCEEDED"] * 2
     other = h.as_("someone-else")  # per calling identity: nobody can lock another caller out
     r = await h.call("delete_task", session=other, task_id="1", _confirmation="conf_guess")
@@ -320,8 +361,20 @@ async def test_REQ_TOKEN_004_server_side_record_fields(sqlite_store) -> None:
     h = build(sqlite_store, trust="validated")
     _, token = await confirm_flow(h, task_id="t1")
     rec = await sqlite_store.get(NS_TOKEN, token_id(token))
-    assert {"id", "type", "operation", "params_hash", "adapter_name", "issued_at", "expires_at", "consumed",
-            "context", "identity", "session_id", "secret"} <= set(rec)
+    assert {
+        "id",
+        "type",
+        "operation",
+        "params_hash",
+        "adapter_name",
+        "issued_at",
+        "expires_at",
+        "consumed",
+        "context",
+        "identity",
+        "session_id",
+        "secret",
+    } <= set(rec)
     assert token not in json.dumps(rec) and token.removeprefix(rec["id"]) not in json.dumps(rec)  # a salted hash only
     assert rec["id"] == token_id(token) and rec["type"] == "confirmation" and rec["operation"] == "delete_task"
     assert rec["adapter_name"] == "tasks" and rec["consumed"] is False and rec["issued_at"].endswith("Z")

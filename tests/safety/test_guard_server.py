@@ -20,8 +20,17 @@ async def test_REQ_LOOP_021_guard_over_stdio_end_to_end(tmp_path: Path) -> None:
     db = tmp_path / "guard.db"
     url_file = tmp_path / "approval-url"
     with tempfile.TemporaryFile("w+") as errlog:
-        argv = [sys.executable, "-m", "mcpaql.safety.guard", "--store", f"sqlite:///{db}", "--url-file", str(url_file),
-                "--max-steps", "10"]
+        argv = [
+            sys.executable,
+            "-m",
+            "mcpaql.safety.guard",
+            "--store",
+            f"sqlite:///{db}",
+            "--url-file",
+            str(url_file),
+            "--max-steps",
+            "10",
+        ]
         wire: list[str] = []
         async with connect(argv, errlog=errlog) as conn:
             tools = {t["name"]: t for t in await conn.list_tools_raw()}
@@ -38,8 +47,9 @@ async def test_REQ_LOOP_021_guard_over_stdio_end_to_end(tmp_path: Path) -> None:
             assert started["data"]["max_autonomous_steps"] == 10
             ok, _ = await call("create", "record_execution_step", element_name="claude", next_action_hint="read_file a")
             assert ok["data"]["continue"] is True
-            stop, _ = await call("create", "record_execution_step", element_name="claude",
-                                 next_action_hint="executing shell command: rm -rf /home")
+            stop, _ = await call(
+                "create", "record_execution_step", element_name="claude", next_action_hint="executing shell command: rm -rf /home"
+            )
             assert stop["data"]["stopped"] is True
             cid = next(n["metadata"]["verificationId"] for n in stop["data"]["notifications"] if n["type"] == "danger_zone")
             # the human opens the approval page (URL from the private file) and reads the code
@@ -71,7 +81,6 @@ async def test_REQ_LOOP_021_guard_over_stdio_end_to_end(tmp_path: Path) -> None:
 async def test_REQ_CONF_guard_dongle_is_level_1_conformant(tmp_path: Path) -> None:
     from mcpaql.conformance import run_conformance
 
-    argv = [sys.executable, "-m", "mcpaql.safety.guard", "--store", f"sqlite:///{tmp_path / 'g.db'}",
-            "--no-approval-page"]
+    argv = [sys.executable, "-m", "mcpaql.safety.guard", "--store", f"sqlite:///{tmp_path / 'g.db'}", "--no-approval-page"]
     report = await run_conformance(argv, level=1, read_only=True)
     assert report.exit_code == 0, [(r.id, r.message) for r in report.results if str(r.status).endswith("FAIL")]

@@ -24,8 +24,17 @@ def test_the_table() -> None:
 def test_one_pause_record_shape(kind: str) -> None:
     ch = {"id": "chal_1", "expires_at": 10.0}
     rec = pause_record("agent-1", "el", kind, ch, "exec_1", "boot", reason="why", trigger="t")
-    assert rec == {"agent": "agent-1", "element_name": "el", "kind": kind, "challenge_id": "chal_1",
-                   "execution_id": "exec_1", "expires_at": 10.0, "boot": "boot", "reason": "why", "trigger": "t"}
+    assert rec == {
+        "agent": "agent-1",
+        "element_name": "el",
+        "kind": kind,
+        "challenge_id": "chal_1",
+        "execution_id": "exec_1",
+        "expires_at": 10.0,
+        "boot": "boot",
+        "reason": "why",
+        "trigger": "t",
+    }
     assert HOLDS[kind].cleared_by in _paused_error(rec).message
 
 

@@ -21,10 +21,16 @@ from mcpaql.store.base import NS_TOKEN
 pytestmark = pytest.mark.anyio
 
 AUTONOMY = {"deny": ["drop_*"], "requires_approval": ["delete_*"]}
-TOOLS = {"semantic": {"create": "tasks_mcpaql_create", "read": "tasks_mcpaql_read", "delete": "tasks_mcpaql_delete",
-                      "execute": "tasks_mcpaql_execute"},
-         "single": dict.fromkeys(("create", "read", "delete", "execute"), "tasks_mcpaql"),
-         "all": dict.fromkeys(("create", "read", "delete", "execute"), "tasks_mcpaql")}
+TOOLS = {
+    "semantic": {
+        "create": "tasks_mcpaql_create",
+        "read": "tasks_mcpaql_read",
+        "delete": "tasks_mcpaql_delete",
+        "execute": "tasks_mcpaql_execute",
+    },
+    "single": dict.fromkeys(("create", "read", "delete", "execute"), "tasks_mcpaql"),
+    "all": dict.fromkeys(("create", "read", "delete", "execute"), "tasks_mcpaql"),
+}
 
 
 def loop(store, mode="semantic", **kw):
@@ -41,8 +47,9 @@ def cid_of(directive, kind):
 
 async def block(h, element="agentA", session=None):
     await h.call("execute_agent", session=session, element_name=element)
-    d = (await h.call("record_execution_step", session=session, element_name=element,
-                      next_action_hint="drop_table users"))["data"]
+    d = (await h.call("record_execution_step", session=session, element_name=element, next_action_hint="drop_table users"))[
+        "data"
+    ]
     assert d["stopped"] is True
     return cid_of(d, "danger_zone")
 
@@ -51,21 +58,30 @@ async def block(h, element="agentA", session=None):
 async def test_a_blocked_identity_writes_nothing_in_any_mode_or_batch(sqlite_store, mode) -> None:
     h = loop(sqlite_store, mode)
     t = TOOLS[mode]
-    early = (await h.raw({"operation": "delete_task", "params": {"task_id": "t0"}}, tool=t["delete"]))
+    early = await h.raw({"operation": "delete_task", "params": {"task_id": "t0"}}, tool=t["delete"])
     token = early["error"]["details"]["confirmation_token"]  # asked for before the block
     cid = await block(h)
     # the audit: the same session creates, confirms and deletes; a renamed element starts afresh
-    for tool, req in ((t["create"], {"operation": "create_task", "params": {"title": "x"}}),
-                      (t["delete"], {"operation": "delete_task", "params": {"task_id": "t1"}}),
-                      (t["delete"], {"operation": "delete_task", "params": {"task_id": "t0", "_confirmation": token}}),
-                      (t["read"], {"operation": "get_task", "params": {"task_id": "t1"}}),
-                      (t["execute"], {"operation": "execute_agent", "params": {"element_name": "agentA-v2"}}),
-                      (t["execute"], {"operation": "abort_execution", "params": {"element_name": "agentA"}})):
+    for tool, req in (
+        (t["create"], {"operation": "create_task", "params": {"title": "x"}}),
+        (t["delete"], {"operation": "delete_task", "params": {"task_id": "t1"}}),
+        (t["delete"], {"operation": "delete_task", "params": {"task_id": "t0", "_confirmation": token}}),
+        (t["read"], {"operation": "get_task", "params": {"task_id": "t1"}}),
+        (t["execute"], {"operation": "execute_agent", "params": {"element_name": "agentA-v2"}}),
+        (t["execute"], {"operation": "abort_execution", "params": {"element_name": "agentA"}}),
+    ):
         env = await h.raw(req, tool=tool)
         assert env["success"] is False and reason(env) == "agent_blocked", (req, env)
         assert "confirmation" not in env  # no token is even issued to a blocked identity
-    batch = await h.raw({"operations": [{"operation": "create_task", "params": {"title": "a"}},
-                                        {"operation": "create_task", "params": {"title": "b"}}]}, tool=t["create"])
+    batch = await h.raw(
+        {
+            "operations": [
+                {"operation": "create_task", "params": {"title": "a"}},
+                {"operation": "create_task", "params": {"title": "b"}},
+            ]
+        },
+        tool=t["create"],
+    )
     assert [reason(r["result"]) for r in batch["results"]] == ["agent_blocked", "agent_blocked"], batch
     other_connection = h.engine.new_session()  # a new connection is the same identity without auth
     assert reason(await h.call("create_task", session=other_connection, title="x")) == "agent_blocked"
@@ -79,8 +95,7 @@ async def test_a_blocked_identity_writes_nothing_in_any_mode_or_batch(sqlite_sto
     ok = await h.call("verify_challenge", challenge_id=cid, code=h.code_of(cid))
     assert ok["data"]["unblocked"] is True
     assert (await h.raw({"operation": "create_task", "params": {"title": "x"}}, tool=t["create"]))["success"] is True
-    done = await h.raw({"operation": "delete_task", "params": {"task_id": "t0", "_confirmation": token}},
-                       tool=t["delete"])
+    done = await h.raw({"operation": "delete_task", "params": {"task_id": "t0", "_confirmation": token}}, tool=t["delete"])
     assert done["success"] is True and h.app.deleted == ["t0"]  # the early token was never consumed
 
 
@@ -110,8 +125,7 @@ async def test_element_name_cannot_select_the_identity(sqlite_store) -> None:
     cid = await block(h, "agentC", session=victim)
     intruder = h.as_("intruder")
     await h.call("execute_agent", session=intruder, element_name="agentC")  # its own execution, own identity
-    d = (await h.call("record_execution_step", session=intruder, element_name="agentC",
-                      next_action_hint="read_file a"))["data"]
+    d = (await h.call("record_execution_step", session=intruder, element_name="agentC", next_action_hint="read_file a"))["data"]
     assert d["continue"] is True and cid not in json.dumps(d)
     r = await h.call("verify_challenge", session=intruder, challenge_id=cid, code="AAAA-BBBB")
     assert r["error"]["details"]["reason"] == "verification_failed"
@@ -126,15 +140,13 @@ async def test_one_identity_cannot_burn_another_identitys_approval(any_store) ->
     h = loop(any_store, max_failed_verifications=10)
     victim = h.as_("agentC")
     await h.call("execute_agent", session=victim, element_name="agentC")
-    d = (await h.call("record_execution_step", session=victim, element_name="agentC",
-                      next_action_hint="delete_user 7"))["data"]
+    d = (await h.call("record_execution_step", session=victim, element_name="agentC", next_action_hint="delete_user 7"))["data"]
     cid = cid_of(d, "autonomy_pause")
     attacker = h.as_("agentX")
     codes = []
     for i in range(12):
         target = cid if i % 3 == 0 else str(uuid.uuid4())  # the real id too (as if it had leaked)
-        r = await h.call("confirm_operation", session=attacker, challenge_id=target, code=f"GUESS-{i}",
-                         element_name="agentC")
+        r = await h.call("confirm_operation", session=attacker, challenge_id=target, code=f"GUESS-{i}", element_name="agentC")
         codes.append(r["error"]["code"])
     assert codes[:10] == ["PERMISSION_DENIED"] * 10 and codes[10:] == ["RATE_LIMIT_EXCEEDED"] * 2
     ok = await h.call("confirm_operation", session=victim, challenge_id=cid, code=h.code_of(cid))
@@ -158,8 +170,9 @@ async def test_per_request_sessions_redeem_through_the_identity(any_store) -> No
     issuing = h.as_("me", per_request=True)
     token = (await h.call("delete_task", session=issuing, task_id="t1"))["error"]["details"]["confirmation_token"]
     await issuing.close()
-    assert (await h.call("delete_task", session=h.as_("other", per_request=True), task_id="t1",
-                         _confirmation=token))["error"]["code"] == "TOKEN_INVALID"
+    assert (await h.call("delete_task", session=h.as_("other", per_request=True), task_id="t1", _confirmation=token))["error"][
+        "code"
+    ] == "TOKEN_INVALID"
     ok = await h.call("delete_task", session=h.as_("me", per_request=True), task_id="t1", _confirmation=token)
     assert ok["success"] is True
     again = await h.call("delete_task", session=h.as_("me", per_request=True), task_id="t1", _confirmation=token)
@@ -172,8 +185,9 @@ async def test_persisted_tokens_stay_bound_to_the_identity(sqlite_store, caplog)
     first = h.as_("me")
     token = (await h.call("delete_task", session=first, task_id="t1"))["error"]["details"]["confirmation_token"]
     await first.close()  # persisted: survives the session
-    assert (await h.call("delete_task", session=h.as_("thief"), task_id="t1",
-                         _confirmation=token))["error"]["code"] == "TOKEN_INVALID"
+    assert (await h.call("delete_task", session=h.as_("thief"), task_id="t1", _confirmation=token))["error"][
+        "code"
+    ] == "TOKEN_INVALID"
     assert (await h.call("delete_task", session=h.as_("me"), task_id="t1", _confirmation=token))["success"] is True
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "TOKEN_ISSUED" in logged and token not in logged and token[-43:] not in logged
@@ -185,8 +199,9 @@ async def test_a_token_is_redeemed_once_across_processes(any_store) -> None:
     a = build(any_store, trust="validated", persist_tokens=True)
     b = build(any_store, trust="validated", persist_tokens=True)
     token = (await a.call("delete_task", task_id="t1"))["error"]["details"]["confirmation_token"]
-    results = await asyncio.gather(*[(a if i % 2 else b).call("delete_task", task_id="t1", _confirmation=token)
-                                     for i in range(8)])
+    results = await asyncio.gather(
+        *[(a if i % 2 else b).call("delete_task", task_id="t1", _confirmation=token) for i in range(8)]
+    )
     assert sum(r["success"] for r in results) == 1
     assert {r["error"]["code"] for r in results if not r["success"]} == {"TOKEN_ALREADY_USED"}
     assert len(a.app.deleted) + len(b.app.deleted) == 1
@@ -196,8 +211,7 @@ async def test_tokens_are_parameter_bound_and_expire(sqlite_store) -> None:
     h = build(sqlite_store, trust="validated", token_ttl_seconds=0.3, clock_skew_tolerance_seconds=0)
     token = (await h.call("delete_task", task_id="t1"))["error"]["details"]["confirmation_token"]
     assert (await h.call("delete_task", task_id="t2", _confirmation=token))["error"]["code"] == "TOKEN_SCOPE_MISMATCH"
-    assert (await h.call("delete_task", task_id="t1", force=True,
-                         _confirmation=token))["error"]["code"] == "TOKEN_SCOPE_MISMATCH"
+    assert (await h.call("delete_task", task_id="t1", force=True, _confirmation=token))["error"]["code"] == "TOKEN_SCOPE_MISMATCH"
     await asyncio.sleep(0.4)
     assert (await h.call("delete_task", task_id="t1", _confirmation=token))["error"]["code"] == "TOKEN_EXPIRED"
     forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")  # right id, wrong secret
@@ -229,16 +243,34 @@ async def test_cli_agent_id_is_checked_at_start() -> None:
 
     import anyio
 
-    proc = await anyio.run_process([sys.executable, "-m", "mcpaql.cli", "wrap", "--trust", "validated", "--agent-id",
-                                    "not an id", "--", sys.executable, "-c", "pass"], check=False)
+    proc = await anyio.run_process(
+        [
+            sys.executable,
+            "-m",
+            "mcpaql.cli",
+            "wrap",
+            "--trust",
+            "validated",
+            "--agent-id",
+            "not an id",
+            "--",
+            sys.executable,
+            "-c",
+            "pass",
+        ],
+        check=False,
+    )
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "agent_id" in err and "Traceback" not in err
 
 
 async def test_per_session_rate_limits_count_per_identity_for_per_request_sessions(sqlite_store) -> None:
     """A per-request session would start every count at zero; its calls count for the identity."""
-    h = build(sqlite_store, trust="validated",
-              rate_limits=[{"limit": 3, "window": "hour", "scope": "operation", "match": "get_task", "per_session": True}])
+    h = build(
+        sqlite_store,
+        trust="validated",
+        rate_limits=[{"limit": 3, "window": "hour", "scope": "operation", "match": "get_task", "per_session": True}],
+    )
     results = [await h.call("get_task", session=h.as_("me", per_request=True), task_id="1") for _ in range(5)]
     assert [r["success"] for r in results] == [True, True, True, False, False]
     assert (await h.call("get_task", session=h.as_("you", per_request=True), task_id="1"))["success"] is True

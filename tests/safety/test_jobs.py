@@ -58,8 +58,11 @@ class World:
                 raise
             if self.fail_times:
                 self.fail_times -= 1
-                raise MCPAQLError("NOT_FOUND_RESOURCE", f"Resource 'shard' not found: '{shard}'",
-                                  {"resource_type": "shard", "resource_id": shard})
+                raise MCPAQLError(
+                    "NOT_FOUND_RESOURCE",
+                    f"Resource 'shard' not found: '{shard}'",
+                    {"resource_type": "shard", "resource_id": shard},
+                )
             return {"rebuilt": shard, "segments": steps}
 
         @app.execute(background=True)
@@ -372,8 +375,9 @@ async def test_introspection_lifecycle_and_generated_operations(world: World) ->
         assert set(lc) == {"states", "supports_cancel", "supports_retry", "progress_reporting"}
         assert lc == LIFECYCLE and lc["states"] == ["pending", "running", "completed", "failed", "cancelled"]
         assert detail["returns"]["name"] == "BackgroundExecution"
-        assert [p["name"] for p in detail["parameters"]] == ([] if op == "explode" else ["shard", "steps"]
-                                                               if op == "rebuild_index" else ["n"])
+        assert [p["name"] for p in detail["parameters"]] == (
+            [] if op == "explode" else ["shard", "steps"] if op == "rebuild_index" else ["n"]
+        )
     d = await world.call("introspect", query="operations", name="ping")
     assert "lifecycle" not in d["data"]["operation"]
     for op in ("get_execution_state", "cancel_execution", "retry_execution"):
@@ -439,8 +443,7 @@ async def test_works_with_safety_installed_on_the_same_store(sqlite_store: Store
     assert env["success"], env
     st = await jobs.wait(env["data"]["execution_id"], 5)
     assert st["result"] == {"n": 3}
-    env = await eng.execute({"operation": "get_execution_state", "params": {"execution_id": st["execution_id"]}},
-                            eng.context(s))
+    env = await eng.execute({"operation": "get_execution_state", "params": {"execution_id": st["execution_id"]}}, eng.context(s))
     assert env["success"] and env["data"]["status"] == "completed"
     await jobs.close()
     assert isinstance(jobs, Jobs)

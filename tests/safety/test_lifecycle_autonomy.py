@@ -11,8 +11,14 @@ from mcpaql.protocol.errors import MCPAQLError
 from mcpaql.safety.autonomy import AutonomyConfig, evaluate, risk_score, tier_for
 from mcpaql.safety.lifecycle import ADAPTER_STATES, TERMINAL, TRANSITIONS, Event, Executions, State, apply, core_state
 
-LEGAL = {("pending", "running"), ("pending", "cancelled"), ("running", "completed"), ("running", "failed"),
-         ("running", "cancelled"), ("failed", "running")}
+LEGAL = {
+    ("pending", "running"),
+    ("pending", "cancelled"),
+    ("running", "completed"),
+    ("running", "failed"),
+    ("running", "cancelled"),
+    ("failed", "running"),
+}
 
 
 def test_REQ_EXEC_002_003_core_states_and_exact_transitions() -> None:
@@ -56,8 +62,7 @@ async def test_REQ_EXEC_005_persisted_transitions_and_races(any_store) -> None:
     assert rec["status"] == "pending"
     rec = await ex.fire(rec["execution_id"], Event.START)
     assert rec["status"] == "running" and rec["started_at"].endswith("Z")
-    results = await asyncio.gather(*(ex.fire(rec["execution_id"], Event.COMPLETE) for _ in range(5)),
-                                   return_exceptions=True)
+    results = await asyncio.gather(*(ex.fire(rec["execution_id"], Event.COMPLETE) for _ in range(5)), return_exceptions=True)
     assert sum(1 for r in results if isinstance(r, dict)) == 1  # one winner across concurrent finishers
     errs = [r for r in results if isinstance(r, MCPAQLError)]
     assert errs and all(e.code == "VALIDATION_INVALID_VALUE" for e in errs)
@@ -112,13 +117,16 @@ def test_REQ_AUTO_006_pattern_precedence_and_anywhere_matching() -> None:
     assert evaluate("READ_FILE A", None, 1, cfg).proceed is True  # case-insensitive
 
 
-@pytest.mark.parametrize(("hint", "tier"), [
-    ("looking at the weather", "advisory"),
-    ("deleting the temp directory of job 7", "confirm"),
-    ("git push --force to the shared branch", "verify"),
-    ("run rm -rf / on the host", "danger_zone"),
-    ("update the production database schema", "danger_zone"),
-])
+@pytest.mark.parametrize(
+    ("hint", "tier"),
+    [
+        ("looking at the weather", "advisory"),
+        ("deleting the temp directory of job 7", "confirm"),
+        ("git push --force to the shared branch", "verify"),
+        ("run rm -rf / on the host", "danger_zone"),
+        ("update the production database schema", "danger_zone"),
+    ],
+)
 def test_REQ_AUTO_007_risk_tiers(hint: str, tier: str) -> None:
     cfg = AutonomyConfig(deny=(), requires_approval=(), auto_approve=())
     v = evaluate(hint, None, 1, cfg)
@@ -129,7 +137,15 @@ def test_REQ_AUTO_007_risk_tiers(hint: str, tier: str) -> None:
 
 def test_REQ_AUTO_007_tier_boundaries() -> None:
     assert [tier_for(s) for s in (0, 30, 31, 60, 61, 85, 86, 100)] == [
-        "advisory", "advisory", "confirm", "confirm", "verify", "verify", "danger_zone", "danger_zone"]
+        "advisory",
+        "advisory",
+        "confirm",
+        "confirm",
+        "verify",
+        "verify",
+        "danger_zone",
+        "danger_zone",
+    ]
 
 
 def test_REQ_AUTO_008_risk_tolerance() -> None:
@@ -144,8 +160,14 @@ def test_REQ_AUTO_008_risk_tolerance() -> None:
 
 
 def test_REQ_AUTO_009_config_parsing_camel_case_and_per_agent() -> None:
-    cfg = AutonomyConfig.parse({"maxAutonomousSteps": 5, "riskTolerance": "aggressive", "autoApprove": ["x_*"],
-                                "agents": {"careful": {"max_autonomous_steps": 1, "deny": ["*"]}}})
+    cfg = AutonomyConfig.parse(
+        {
+            "maxAutonomousSteps": 5,
+            "riskTolerance": "aggressive",
+            "autoApprove": ["x_*"],
+            "agents": {"careful": {"max_autonomous_steps": 1, "deny": ["*"]}},
+        }
+    )
     assert cfg.max_autonomous_steps == 5 and cfg.auto_approve == ("x_*",)
     careful = cfg.for_agent("careful")
     assert careful.max_autonomous_steps == 1 and careful.deny == ("*",) and careful.risk_tolerance == "aggressive"

@@ -16,8 +16,12 @@ from mcpaql.store.base import NS_BLOCK
 
 pytestmark = pytest.mark.anyio
 
-AUTONOMY = {"max_autonomous_steps": 5, "deny": ["drop_*", "rm -rf*"], "requires_approval": ["delete_*"],
-            "auto_approve": ["read_*"]}
+AUTONOMY = {
+    "max_autonomous_steps": 5,
+    "deny": ["drop_*", "rm -rf*"],
+    "requires_approval": ["delete_*"],
+    "auto_approve": ["read_*"],
+}
 
 
 def loop_harness(store, mode="enforcing", **kw):
@@ -41,12 +45,20 @@ def vid(directive, kind):
 
 async def test_REQ_LOOP_005_006_021_dongle_surface_and_categories(sqlite_store, assert_valid_introspection) -> None:
     engine, _safety = guard_engine(store=sqlite_store, engine_config=Config.load(env={}))
-    env = await engine.execute({"operation": "introspect", "params": {"query": "operations"}},
-                               engine.context(engine.new_session()))
+    env = await engine.execute(
+        {"operation": "introspect", "params": {"query": "operations"}}, engine.context(engine.new_session())
+    )
     assert_valid_introspection(env)
     ops = {o["name"]: o for o in env["data"]["operations"]}
-    assert set(ops) == {"introspect", "execute_agent", "record_execution_step", "complete_execution", "abort_execution",
-                        "confirm_operation", "verify_challenge"}
+    assert set(ops) == {
+        "introspect",
+        "execute_agent",
+        "record_execution_step",
+        "complete_execution",
+        "abort_execution",
+        "confirm_operation",
+        "verify_challenge",
+    }
     assert ops["record_execution_step"]["semantic_category"] == "CREATE"
     assert ops["verify_challenge"]["semantic_category"] == "CREATE"
     for name in ("execute_agent", "complete_execution", "abort_execution", "confirm_operation"):
@@ -54,17 +66,25 @@ async def test_REQ_LOOP_005_006_021_dongle_surface_and_categories(sqlite_store, 
     caps = env["data"]["_protocol"]["capabilities"]
     assert caps["execution_safety_loop"] == "enforcing"  # REQ-LOOP-002..004
     assert caps["execution_safety_loop_config"]["max_autonomous_steps"] == 50  # REQ-AUTO-009
-    detail = await engine.execute({"operation": "introspect", "params": {"query": "operations",
-                                                                         "name": "record_execution_step"}},
-                                  engine.context(engine.new_session()))
+    detail = await engine.execute(
+        {"operation": "introspect", "params": {"query": "operations", "name": "record_execution_step"}},
+        engine.context(engine.new_session()),
+    )
     assert_valid_introspection(detail)
     params = [p["name"] for p in detail["data"]["operation"]["parameters"]]
     assert all(re.fullmatch(r"[a-z][a-z0-9_]*", p) for p in params)  # Part F #14: snake_case
     assert {"element_name", "next_action_hint", "step_description", "outcome", "findings"} <= set(params)
     assert "max_autonomous_steps=50" in detail["data"]["operation"]["description"]  # REQ-AUTO-004 default documented
-    code_param = next(p for p in (await engine.execute(
-        {"operation": "introspect", "params": {"query": "operations", "name": "verify_challenge"}},
-        engine.context(engine.new_session())))["data"]["operation"]["parameters"] if p["name"] == "code")
+    code_param = next(
+        p
+        for p in (
+            await engine.execute(
+                {"operation": "introspect", "params": {"query": "operations", "name": "verify_challenge"}},
+                engine.context(engine.new_session()),
+            )
+        )["data"]["operation"]["parameters"]
+        if p["name"] == "code"
+    )
     assert code_param.get("sensitive") is True
 
 
@@ -75,16 +95,14 @@ async def test_REQ_LOOP_013_REQ_AUTO_001_directive_contract(sqlite_store) -> Non
     d = await step(h, "read_file notes.txt")
     assert d["continue"] is True and isinstance(d["factors"], list) and d["factors"]
     assert d["stepsRemaining"] == 4 and d["nextStepRisk"] == "advisory"
-    d = await step(h, "checking the weather", outcome="success", step_description="read notes",
-                   findings="nothing")
+    d = await step(h, "checking the weather", outcome="success", step_description="read notes", findings="nothing")
     assert d["continue"] is True and "stopped" not in d
 
 
 async def test_REQ_LOOP_011_camel_case_spelling_is_accepted_but_snake_is_canonical(sqlite_store) -> None:
     h = loop_harness(sqlite_store)
     await h.call("execute_agent", element_name="bot")
-    r = await h.raw({"operation": "record_execution_step",
-                     "params": {"element_name": "bot", "nextActionHint": "read_file a"}})
+    r = await h.raw({"operation": "record_execution_step", "params": {"element_name": "bot", "nextActionHint": "read_file a"}})
     assert r["success"] is True and r["data"]["continue"] is True
     bad = await h.call("record_execution_step", element_name="bot")
     assert bad["error"]["code"] == "VALIDATION_MISSING_PARAM"
@@ -255,8 +273,11 @@ async def test_REQ_EXEC_lifecycle_through_loop_ops(sqlite_store) -> None:
     assert aborted["data"]["status"] == "cancelled"
     await h.call("execute_agent", element_name="bot")
     await h.session.close()  # REQ-EXEC-013
-    assert all(e["status"] == "cancelled" for e in await sqlite_store.scan("execution", {"element_name": "bot"})
-               if e["status"] != "completed")
+    assert all(
+        e["status"] == "cancelled"
+        for e in await sqlite_store.scan("execution", {"element_name": "bot"})
+        if e["status"] != "completed"
+    )
 
 
 async def test_REQ_OOB_013_code_never_reaches_agent_or_logs(sqlite_store, caplog) -> None:
@@ -322,8 +343,9 @@ async def test_REQ_LOOP_007_execute_agent_needs_explicit_human_approval_when_con
     assert d["continue"] is False and "approval" in d["reason"]
     selfie = await h.call("confirm_operation", challenge_id=started["verificationId"], code="x", element_name="bot")
     assert selfie["error"]["details"]["reason"] == "self_approval"
-    ok = await h.call("confirm_operation", challenge_id=started["verificationId"],
-                      code=await human_code(h, started["verificationId"]))
+    ok = await h.call(
+        "confirm_operation", challenge_id=started["verificationId"], code=await human_code(h, started["verificationId"])
+    )
     assert ok["data"]["status"] == "running"
     assert (await step(h, "read_file a"))["continue"] is True
 
@@ -335,8 +357,10 @@ async def test_REQ_AUTO_001_010_directive_types_are_introspectable(sqlite_store,
     assert_valid_introspection(listing)
     names = {t["name"] for t in listing["data"]["types"]}
     assert {"AutonomyDirective", "AgentNotification", "SafetyTier", "ExecutionState", "VerificationResult"} <= names
-    d = await engine.execute({"operation": "introspect", "params": {"query": "types", "name": "AutonomyDirective"}},
-                             engine.context(engine.new_session()))
+    d = await engine.execute(
+        {"operation": "introspect", "params": {"query": "types", "name": "AutonomyDirective"}},
+        engine.context(engine.new_session()),
+    )
     assert_valid_introspection(d)
 
 
@@ -375,7 +399,11 @@ async def test_REQ_EXEC_011_transition_operations_name_the_states_they_lead_to(s
     h = loop_harness(sqlite_store)
     env = await h.call("introspect", query="operations")
     desc = {o["name"]: o["description"] for o in env["data"]["operations"]}
-    expected = {"execute_agent": ("running", "pending"), "complete_execution": ("running → completed",),
-                "abort_execution": ("→ cancelled",), "confirm_operation": ("pending → running",)}
+    expected = {
+        "execute_agent": ("running", "pending"),
+        "complete_execution": ("running → completed",),
+        "abort_execution": ("→ cancelled",),
+        "confirm_operation": ("pending → running",),
+    }
     for op, words in expected.items():
         assert all(w in desc[op] for w in words), (op, desc[op])

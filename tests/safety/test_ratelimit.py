@@ -23,11 +23,15 @@ async def test_REQ_RATE_002_003_exceeded_with_retry_after(any_store, assert_vali
 
 
 async def test_REQ_RATE_010_per_operation_endpoint_category_and_session_scopes(any_store) -> None:
-    h = build(any_store, trust="validated", rate_limits=[
-        {"scope": "operation", "match": "create_*", "limit": 1, "window": "hour"},
-        {"scope": "endpoint", "match": "update", "limit": 1, "window": "hour"},
-        {"scope": "category", "match": "READ", "limit": 2, "window": "hour", "per_session": True},
-    ])
+    h = build(
+        any_store,
+        trust="validated",
+        rate_limits=[
+            {"scope": "operation", "match": "create_*", "limit": 1, "window": "hour"},
+            {"scope": "endpoint", "match": "update", "limit": 1, "window": "hour"},
+            {"scope": "category", "match": "READ", "limit": 2, "window": "hour", "per_session": True},
+        ],
+    )
     assert (await h.call("create_task", title="a"))["success"] is True
     assert (await h.call("create_task", title="b"))["error"]["code"] == "RATE_LIMIT_EXCEEDED"
     assert (await h.call("update_task", task_id="1", title="b"))["success"] is True
@@ -52,8 +56,7 @@ async def test_REQ_RATE_001_refused_calls_do_not_consume_budget(any_store) -> No
 
 
 async def test_REQ_RATE_005_007_quota_warn_pause_continue_exhausted(any_store, assert_valid_envelope) -> None:
-    h = build(any_store, trust="validated",
-              quotas=[{"metric": "requests_per_hour", "warn": 1, "pause": 2, "hard_stop": 4}])
+    h = build(any_store, trust="validated", quotas=[{"metric": "requests_per_hour", "warn": 1, "pause": 2, "hard_stop": 4}])
     first = await h.call("get_task", task_id="1")
     assert first["success"] is True and "warnings" not in first
     second = await h.call("get_task", task_id="1")
@@ -84,16 +87,20 @@ async def test_REQ_RATE_007_confirmation_token_is_not_a_quota_token(any_store) -
     assert (await h.call("get_task", task_id="1", _quota_continue=conf_like))["error"]["code"] == "TOKEN_INVALID"
 
 
-@pytest.mark.parametrize("bad", [{"limit": 0}, {"limit": 1, "window": "week"}, {"limit": 1, "scope": "planet"},
-                                 {"limit": "ten"}])
+@pytest.mark.parametrize("bad", [{"limit": 0}, {"limit": 1, "window": "week"}, {"limit": 1, "scope": "planet"}, {"limit": "ten"}])
 def test_REQ_RATE_006_bad_rules_rejected(bad) -> None:
     with pytest.raises((ValueError, TypeError)):
         RateRule.parse(bad)
 
 
-@pytest.mark.parametrize("bad", [{"metric": "tokens_per_year", "warn": 1, "pause": 2},
-                                 {"metric": "requests_per_hour", "warn": 3, "pause": 2},
-                                 {"metric": "requests_per_hour", "warn": 1, "pause": 3, "hard_stop": 2}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"metric": "tokens_per_year", "warn": 1, "pause": 2},
+        {"metric": "requests_per_hour", "warn": 3, "pause": 2},
+        {"metric": "requests_per_hour", "warn": 1, "pause": 3, "hard_stop": 2},
+    ],
+)
 def test_REQ_RATE_006_bad_quotas_rejected(bad) -> None:
     with pytest.raises(ValueError):
         Quota.parse(bad)

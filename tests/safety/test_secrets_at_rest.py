@@ -52,8 +52,9 @@ async def exercise(store: Any, caplog: pytest.LogCaptureFixture) -> tuple[Harnes
     caplog.set_level(logging.DEBUG)
     shown = Captured()
     app = make_adapter()
-    safety = install_safety(app, SafetyConfig(trust="validated", loop_mode="enforcing", autonomy=AUTONOMY),
-                            store=store, channels=[shown])
+    safety = install_safety(
+        app, SafetyConfig(trust="validated", loop_mode="enforcing", autonomy=AUTONOMY), store=store, channels=[shown]
+    )
     h = Harness(app, safety)
     tokens: list[str] = []
     responses: list[dict[str, Any]] = []
@@ -198,8 +199,16 @@ async def test_cli_refuses_an_insecure_store_in_one_line(tmp_path: Path) -> None
     db.chmod(0o644)
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps({"store": f"sqlite:///{db}", "trust": "validated"}))
-    argv = [sys.executable, "-m", "mcpaql.cli", "wrap", "--safety", str(policy), "--",
-            *argv_for(FIXTURES / "server-memory.tools-list.json")]
+    argv = [
+        sys.executable,
+        "-m",
+        "mcpaql.cli",
+        "wrap",
+        "--safety",
+        str(policy),
+        "--",
+        *argv_for(FIXTURES / "server-memory.tools-list.json"),
+    ]
     proc = await anyio.run_process(argv, check=False, env={**os.environ, "COLUMNS": "400"})
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "Traceback" not in err

@@ -66,15 +66,18 @@ def check_notification(n: dict[str, Any]) -> None:
 
 
 async def test_REQ_AUTO_010_every_notification_has_the_agent_notification_shape(sqlite_store) -> None:
-    h = build(sqlite_store, trust="validated", loop_mode="enforcing",
-              autonomy={"max_autonomous_steps": 50, "deny": ["drop_*"], "requires_approval": ["delete_*"]})
+    h = build(
+        sqlite_store,
+        trust="validated",
+        loop_mode="enforcing",
+        autonomy={"max_autonomous_steps": 50, "deny": ["drop_*"], "requires_approval": ["delete_*"]},
+    )
     seen: list[dict[str, Any]] = []
 
     sessions = {agent: h.as_(agent) for agent in ("bot", "rogue", "peer", "pusher")}  # four identities
 
     async def step(agent: str, hint: str) -> dict[str, Any]:
-        d = (await h.call("record_execution_step", session=sessions[agent], element_name=agent,
-                          next_action_hint=hint))["data"]
+        d = (await h.call("record_execution_step", session=sessions[agent], element_name=agent, next_action_hint=hint))["data"]
         seen.extend(d.get("notifications", []))
         return d
 

@@ -33,8 +33,9 @@ class Served:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         env = {**os.environ, **ENV, "MCPAQL_TEST_CODES": str(codes)}
-        self.proc = subprocess.Popen([sys.executable, SERVER, "http", store, "--port", str(self.port), *flags],
-                                     env=env, stdin=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [sys.executable, SERVER, "http", store, "--port", str(self.port), *flags], env=env, stdin=subprocess.PIPE
+        )
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, "server exited early"
@@ -110,12 +111,10 @@ async def test_stateless_http_two_processes_share_tokens_and_the_loop(servers: A
     async with connect(a.url, mode="legacy") as ca, connect(b.url, mode="legacy") as cb:
         token = await token_for(ca, "t1")  # issued by process A in a request of its own
         assert (await call(cb, DELETE, "delete_task", task_id="t1", _confirmation=token))["success"] is True
-        assert (await call(ca, DELETE, "delete_task", task_id="t1",
-                           _confirmation=token))["error"]["code"] == "TOKEN_ALREADY_USED"
+        assert (await call(ca, DELETE, "delete_task", task_id="t1", _confirmation=token))["error"]["code"] == "TOKEN_ALREADY_USED"
         # the loop across requests and processes: start on A, report on B, paused everywhere
         assert (await call(ca, EXECUTE, "execute_agent", element_name="bot"))["data"]["status"] == "running"
-        d = (await call(cb, CREATE, "record_execution_step", element_name="bot",
-                        next_action_hint="delete_user 7"))["data"]
+        d = (await call(cb, CREATE, "record_execution_step", element_name="bot", next_action_hint="delete_user 7"))["data"]
         assert d["continue"] is False
         cid = next(n["metadata"]["verificationId"] for n in d["notifications"] if n["type"] == "autonomy_pause")
         paused = await call(ca, CREATE, "create_task", title="x")
@@ -124,8 +123,7 @@ async def test_stateless_http_two_processes_share_tokens_and_the_loop(servers: A
         assert ok["success"] is True
         assert (await call(cb, CREATE, "create_task", title="x"))["success"] is True
         # a hard block on B stops A too, and renaming the element does not help
-        d = (await call(cb, CREATE, "record_execution_step", element_name="bot",
-                        next_action_hint="drop_table users"))["data"]
+        d = (await call(cb, CREATE, "record_execution_step", element_name="bot", next_action_hint="drop_table users"))["data"]
         assert d["stopped"] is True
         for conn, op, params in ((ca, "create_task", {"title": "y"}), (cb, "execute_agent", {"element_name": "bot-v2"})):
             env = await call(conn, CREATE if op == "create_task" else EXECUTE, op, **params)
@@ -143,8 +141,7 @@ async def test_sessionless_2026_requests_redeem_tokens(servers: Any) -> None:
     other = servers("--agent-id", "someone-else")  # another identity, same store
     async with connect(srv.url, mode="auto") as conn, connect(other.url, mode="auto") as thief:
         token = await token_for(conn, "t2")
-        assert (await call(thief, DELETE, "delete_task", task_id="t2",
-                           _confirmation=token))["error"]["code"] == "TOKEN_INVALID"
+        assert (await call(thief, DELETE, "delete_task", task_id="t2", _confirmation=token))["error"]["code"] == "TOKEN_INVALID"
         assert (await call(conn, DELETE, "delete_task", task_id="t2", _confirmation=token))["success"] is True
 
 
@@ -155,8 +152,7 @@ async def test_stdio_tokens_and_a_block_that_outlives_the_process(store: str, co
         token = await token_for(conn, "t1")
         assert (await call(conn, DELETE, "delete_task", task_id="t1", _confirmation=token))["success"] is True
         await call(conn, EXECUTE, "execute_agent", element_name="bot")
-        d = (await call(conn, CREATE, "record_execution_step", element_name="bot",
-                        next_action_hint="drop_table users"))["data"]
+        d = (await call(conn, CREATE, "record_execution_step", element_name="bot", next_action_hint="drop_table users"))["data"]
         assert d["stopped"] is True
         cid = next(n["metadata"]["verificationId"] for n in d["notifications"] if n["type"] == "danger_zone")
     async with connect(argv, env=env) as conn:  # the client restarts the server: still the same identity

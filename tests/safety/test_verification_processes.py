@@ -32,7 +32,11 @@ class Worker:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **({"MCPAQL_TEST_CODES": str(codes)} if codes else {})}
         self.proc = subprocess.Popen(
             [sys.executable, str(WORKER), store_url, json.dumps(extra or {})],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
         )
         assert "ready" in json.loads(self._line())
 
@@ -184,8 +188,12 @@ async def test_REQ_OOB_016_webhook_channel_delivers_code_to_the_human(sqlite_sto
         from safety_support import Harness, make_adapter
 
         app = make_adapter()
-        safety = install_safety(app, SafetyConfig(trust="validated", loop_mode="enforcing"), store=sqlite_store,
-                                channels=[WebhookChannel(f"http://127.0.0.1:{srv.server_port}/hook")])
+        safety = install_safety(
+            app,
+            SafetyConfig(trust="validated", loop_mode="enforcing"),
+            store=sqlite_store,
+            channels=[WebhookChannel(f"http://127.0.0.1:{srv.server_port}/hook")],
+        )
         h = Harness(app, safety)
         await h.call("execute_agent", element_name="bot")
         d = (await h.call("record_execution_step", element_name="bot", next_action_hint="drop_table x"))["data"]
@@ -229,6 +237,7 @@ async def test_REQ_RATE_001_concurrent_processes_never_exceed_a_shared_limit(bac
     extra = {"rate_limits": [{"limit": 60, "window": "day"}]}
     workers = [Worker(url, extra) for _ in range(3)]
     try:
+
         def hammer(w: Worker) -> list[bool]:
             return [w.call("get_task", task_id=str(i))["success"] for i in range(40)]
 

@@ -12,14 +12,22 @@ import json
 import sys
 
 PAGE_1 = [
-    {"name": "get_weather", "description": "Weather for a city.", "x-vendor": {"tier": "gold"},
-     "inputSchema": {"type": "object", "properties": {"city": {"type": "string", "x-example": "Oslo"}}, "required": ["city"]},
-     "annotations": {"readOnlyHint": True, "x-costHint": "cheap"}},
+    {
+        "name": "get_weather",
+        "description": "Weather for a city.",
+        "x-vendor": {"tier": "gold"},
+        "inputSchema": {"type": "object", "properties": {"city": {"type": "string", "x-example": "Oslo"}}, "required": ["city"]},
+        "annotations": {"readOnlyHint": True, "x-costHint": "cheap"},
+    },
 ]
 PAGE_2 = [
-    {"name": "set_alarm", "description": "Set an alarm.", "x-vendor": {"tier": "basic"},
-     "inputSchema": {"type": "object", "properties": {"at": {"type": "string"}}, "required": ["at"]},
-     "annotations": {"readOnlyHint": False, "destructiveHint": False}},
+    {
+        "name": "set_alarm",
+        "description": "Set an alarm.",
+        "x-vendor": {"tier": "basic"},
+        "inputSchema": {"type": "object", "properties": {"at": {"type": "string"}}, "required": ["at"]},
+        "annotations": {"readOnlyHint": False, "destructiveHint": False},
+    },
 ]
 
 
@@ -39,8 +47,14 @@ def main() -> None:
         if rid is None:
             continue  # notifications
         if method == "initialize":
-            reply(rid, {"protocolVersion": params.get("protocolVersion", "2025-06-18"), "capabilities": {"tools": {}},
-                        "serverInfo": {"name": "raw-upstream", "version": "1.0.0"}})
+            reply(
+                rid,
+                {
+                    "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "raw-upstream", "version": "1.0.0"},
+                },
+            )
         elif method == "tools/list":
             if params.get("cursor") == "page-2":
                 reply(rid, {"tools": PAGE_2})

@@ -17,14 +17,22 @@ from mcpaql.adapters.schema.load import check_adapter_schema
 from mcpaql.protocol.registry import SchemaError
 
 VALID: dict[str, Any] = {
-    "name": "items-api", "type": "adapter", "version": "1.0.0", "description": "A tiny items API for tests",
-    "target": {"base_url": "https://items.example.invalid", "transport": "http", "protocol": "rest",
-               "serialization": "json"},
+    "name": "items-api",
+    "type": "adapter",
+    "version": "1.0.0",
+    "description": "A tiny items API for tests",
+    "target": {"base_url": "https://items.example.invalid", "transport": "http", "protocol": "rest", "serialization": "json"},
     "operations": {
-        "read": [{"name": "get_item", "maps_to": "GET /items/{item_id}",
-                  "params": {"item_id": {"type": "string", "required": True}}}],
-        "delete": [{"name": "delete_item", "maps_to": "DELETE /items/{item_id}",
-                    "params": {"item_id": {"type": "string", "required": True}}}],
+        "read": [
+            {"name": "get_item", "maps_to": "GET /items/{item_id}", "params": {"item_id": {"type": "string", "required": True}}}
+        ],
+        "delete": [
+            {
+                "name": "delete_item",
+                "maps_to": "DELETE /items/{item_id}",
+                "params": {"item_id": {"type": "string", "required": True}},
+            }
+        ],
     },
 }
 
@@ -87,7 +95,8 @@ def test_req_adpt_011_names_unique_across_groups() -> None:
 def test_req_adpt_014_parameter_definition() -> None:
     assert code_of(broken(lambda d: d["operations"]["read"][0]["params"]["item_id"].pop("type"))) == "SCHEMA_MISSING_FIELD"
     assert check_adapter_schema(broken(lambda d: d["operations"]["read"][0]["params"]["item_id"].update(alias="id"))) == [
-        "operations.read[0].params.item_id.alias: unknown key, ignored"]
+        "operations.read[0].params.item_id.alias: unknown key, ignored"
+    ]
 
 
 def test_load_reports_the_same_errors_for_files(tmp_path: Path) -> None:
@@ -122,55 +131,70 @@ def test_req_adpt_003_file_named_after_the_adapter_is_advised(tmp_path: Path, ca
         assert any("items-api-adapter.md" in r.getMessage() for r in caplog.records) is warned
 
 
-@pytest.mark.parametrize(("change", "path"), [
-    (lambda d: d["target"].update(transport="carrier-pigeon"), "target.transport"),
-    (lambda d: d["target"].update(protocol="soap"), "target.protocol"),
-    (lambda d: d["target"].update(serialization="yaml"), "target.serialization"),
-    (lambda d: d["target"].update(base_url="not a uri"), "target.base_url"),
-])
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        (lambda d: d["target"].update(transport="carrier-pigeon"), "target.transport"),
+        (lambda d: d["target"].update(protocol="soap"), "target.protocol"),
+        (lambda d: d["target"].update(serialization="yaml"), "target.serialization"),
+        (lambda d: d["target"].update(base_url="not a uri"), "target.base_url"),
+    ],
+)
 def test_req_adpt_007_target_enums_and_closed_keys(change, path: str) -> None:
     with pytest.raises(SchemaError, match=f"^SCHEMA_INVALID_TYPE: {re.escape(path)}:"):
         check_adapter_schema(broken(change))
 
 
-@pytest.mark.parametrize(("change", "path"), [
-    (lambda op: op.update(danger_level="spicy"), "danger_level"),
-    (lambda op: op.update(supports_fields="yes"), "supports_fields"),
-    (lambda op: op.update(requires_confirmation=1), "requires_confirmation"),
-    (lambda op: op.update(non_idempotent=None), "non_idempotent"),
-    (lambda op: op.update(pagination={"style": "scroll"}), "pagination.style"),
-    (lambda op: op.update(pagination={"style": "cursor", "max_limit": 0}), "pagination.max_limit"),
-    (lambda op: op.update(response="json"), "response"),
-])
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        (lambda op: op.update(danger_level="spicy"), "danger_level"),
+        (lambda op: op.update(supports_fields="yes"), "supports_fields"),
+        (lambda op: op.update(requires_confirmation=1), "requires_confirmation"),
+        (lambda op: op.update(non_idempotent=None), "non_idempotent"),
+        (lambda op: op.update(pagination={"style": "scroll"}), "pagination.style"),
+        (lambda op: op.update(pagination={"style": "cursor", "max_limit": 0}), "pagination.max_limit"),
+        (lambda op: op.update(response="json"), "response"),
+    ],
+)
 def test_req_adpt_010_operation_values(change, path: str) -> None:
     with pytest.raises(SchemaError, match=re.escape(f"operations.read[0].{path}:")):
         check_adapter_schema(broken(lambda d: change(d["operations"]["read"][0])))
 
 
-@pytest.mark.parametrize(("change", "key"), [
-    (lambda p: p.update(type="uuid"), "type"),
-    (lambda p: p.update(required="yes"), "required"),
-    (lambda p: p.update(enum=[{"a": 1}]), "enum"),
-    (lambda p: p.update(enum=[]), "enum"),
-    (lambda p: p.update(minimum="0"), "minimum"),
-    (lambda p: p.update(maximum=True), "maximum"),
-    (lambda p: p.update(pattern="(unclosed"), "pattern"),
-])
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        (lambda p: p.update(type="uuid"), "type"),
+        (lambda p: p.update(required="yes"), "required"),
+        (lambda p: p.update(enum=[{"a": 1}]), "enum"),
+        (lambda p: p.update(enum=[]), "enum"),
+        (lambda p: p.update(minimum="0"), "minimum"),
+        (lambda p: p.update(maximum=True), "maximum"),
+        (lambda p: p.update(pattern="(unclosed"), "pattern"),
+    ],
+)
 def test_req_adpt_014_parameter_values(change, key: str) -> None:
     with pytest.raises(SchemaError, match=re.escape(f"operations.read[0].params.item_id.{key}:")):
         check_adapter_schema(broken(lambda d: change(d["operations"]["read"][0]["params"]["item_id"])))
 
 
-@pytest.mark.parametrize(("auth", "path"), [
-    ({"type": "kerberos"}, "auth.type"),
-    ({"token_env": "T"}, "auth.type"),
-    ({"type": "oauth2"}, "auth.type"),
-    ({"type": "basic", "username_env": "U"}, "auth.password_env"),
-    ({"type": "api_key", "header_name": "X-Key"}, "auth.key_env"),
-])
+@pytest.mark.parametrize(
+    ("auth", "path"),
+    [
+        ({"type": "kerberos"}, "auth.type"),
+        ({"token_env": "T"}, "auth.type"),
+        ({"type": "oauth2"}, "auth.type"),
+        ({"type": "basic", "username_env": "U"}, "auth.password_env"),
+        ({"type": "api_key", "header_name": "X-Key"}, "auth.key_env"),
+    ],
+)
 def test_req_adpt_016_auth(auth: dict, path: str) -> None:
     with pytest.raises(SchemaError, match=re.escape(f"{path}:")):
         check_adapter_schema(broken(lambda d: d.update(auth=auth)))
-    for ok in ({"type": "none"}, {"type": "bearer", "token_env": "GH_TOKEN"},
-               {"type": "api_key", "header_name": "X-Key", "key_env": "KEY"}):
+    for ok in (
+        {"type": "none"},
+        {"type": "bearer", "token_env": "GH_TOKEN"},
+        {"type": "api_key", "header_name": "X-Key", "key_env": "KEY"},
+    ):
         check_adapter_schema(broken(lambda d, ok=ok: d.update(auth=ok)))

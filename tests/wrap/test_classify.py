@@ -308,12 +308,27 @@ def test_verb_grammar_snake_camel_kebab() -> None:
     assert name_verb("issue_read")[0] == "read"
     assert name_verb("git_create_branch")[0] == "create"
     assert classify({"name": "browser_navigate"}).category.value == "EXECUTE"
-    for name, cat in [("getUser", "READ"), ("listThings", "READ"), ("search-docs", "READ"), ("createUser", "CREATE"),
-                      ("add_item", "CREATE"), ("updateUser", "UPDATE"), ("edit_page", "UPDATE"), ("set_flag", "UPDATE"),
-                      ("deleteUser", "DELETE"), ("remove-item", "DELETE"), ("run_job", "EXECUTE"),
-                      ("mark_all_notifications_read", "UPDATE"), ("slack_post_message", "CREATE"),
-                      ("jira_transition_issue", "UPDATE"), ("unsubscribe_list", "DELETE"), ("validate_config", "READ"),
-                      ("job_status", "READ"), ("translate_text", "READ"), ("export_report", "EXECUTE")]:
+    for name, cat in [
+        ("getUser", "READ"),
+        ("listThings", "READ"),
+        ("search-docs", "READ"),
+        ("createUser", "CREATE"),
+        ("add_item", "CREATE"),
+        ("updateUser", "UPDATE"),
+        ("edit_page", "UPDATE"),
+        ("set_flag", "UPDATE"),
+        ("deleteUser", "DELETE"),
+        ("remove-item", "DELETE"),
+        ("run_job", "EXECUTE"),
+        ("mark_all_notifications_read", "UPDATE"),
+        ("slack_post_message", "CREATE"),
+        ("jira_transition_issue", "UPDATE"),
+        ("unsubscribe_list", "DELETE"),
+        ("validate_config", "READ"),
+        ("job_status", "READ"),
+        ("translate_text", "READ"),
+        ("export_report", "EXECUTE"),
+    ]:
         assert classify({"name": name}).category.value == cat, name
 
 

@@ -78,9 +78,7 @@ def test_detail_never_hides_parameters_and_is_compact() -> None:
 async def test_map_to_is_applied_on_every_call() -> None:
     eng = engine_for("server-filesystem")
     calls.clear()
-    env = await eng.execute(
-        {"operation": "directory_tree", "params": {"path": "/x", "exclude_patterns": ["*.pyc"]}}, new_ctx()
-    )
+    env = await eng.execute({"operation": "directory_tree", "params": {"path": "/x", "exclude_patterns": ["*.pyc"]}}, new_ctx())
     assert env["success"], env
     assert calls[-1] == ("directory_tree", {"path": "/x", "excludePatterns": ["*.pyc"]})
     # the upstream spelling is accepted too and normalised
@@ -123,22 +121,37 @@ def test_error_messages_map_to_codes(message: str, code: str) -> None:
     assert code_for_message(message) == code
 
 
-@pytest.mark.parametrize(("status", "code"), [(400, "VALIDATION_INVALID_TYPE"), (422, "VALIDATION_INVALID_TYPE"),
-                                              (401, "PERMISSION_DENIED"), (403, "PERMISSION_DENIED"),
-                                              (404, "NOT_FOUND_RESOURCE"), (409, "CONFLICT_ALREADY_EXISTS"),
-                                              (429, "RATE_LIMIT_EXCEEDED"), (502, "INTERNAL_ERROR"),
-                                              (418, "VALIDATION_INVALID_TYPE")])
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [
+        (400, "VALIDATION_INVALID_TYPE"),
+        (422, "VALIDATION_INVALID_TYPE"),
+        (401, "PERMISSION_DENIED"),
+        (403, "PERMISSION_DENIED"),
+        (404, "NOT_FOUND_RESOURCE"),
+        (409, "CONFLICT_ALREADY_EXISTS"),
+        (429, "RATE_LIMIT_EXCEEDED"),
+        (502, "INTERNAL_ERROR"),
+        (418, "VALIDATION_INVALID_TYPE"),
+    ],
+)
 def test_req_err_007_status_table(status: int, code: str) -> None:
     assert code_for_message("whatever", status) == code
 
 
-@pytest.mark.parametrize(("body", "code"), [
-    ('HTTP 422: {"message": "Validation Failed", "errors": [{"field": "title", "code": "missing_field"}], '
-     '"detail": "title is required"}', "VALIDATION_MISSING_PARAM"),
-    ("HTTP 400: missing required parameter 'owner'", "VALIDATION_MISSING_PARAM"),
-    ("HTTP 422: state must be one of open, closed", "VALIDATION_INVALID_TYPE"),
-    ("HTTP 400: Bad Request", "VALIDATION_INVALID_TYPE"),
-])
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (
+            'HTTP 422: {"message": "Validation Failed", "errors": [{"field": "title", "code": "missing_field"}], '
+            '"detail": "title is required"}',
+            "VALIDATION_MISSING_PARAM",
+        ),
+        ("HTTP 400: missing required parameter 'owner'", "VALIDATION_MISSING_PARAM"),
+        ("HTTP 422: state must be one of open, closed", "VALIDATION_INVALID_TYPE"),
+        ("HTTP 400: Bad Request", "VALIDATION_INVALID_TYPE"),
+    ],
+)
 def test_req_err_008_body_decides_between_missing_and_invalid(body: str, code: str) -> None:
     status = int(body[5:8])
     assert code_for_message(body, status) == code

@@ -35,16 +35,24 @@ PY_BIN = Path(sys.executable).parent
 
 def _bin(path: Path) -> str:
     if not path.exists():
-        pytest.fail(f"{path} is missing: run .ci/install-upstreams (npm install into .cache-upstreams, pip install "
-                    "mcp-server-git mcp-server-time)")
+        pytest.fail(
+            f"{path} is missing: run .ci/install-upstreams (npm install into .cache-upstreams, pip install "
+            "mcp-server-git mcp-server-time)"
+        )
     return str(path)
 
 
 def _git_repo(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@e", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-           "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+        "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+        "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+    }
     for cmd in (["git", "init", "-q", "-b", "main"], ["git", "config", "user.email", "t@e"], ["git", "config", "user.name", "t"]):
         subprocess.run(cmd, cwd=path, check=True, env=env)
     (path / "a.txt").write_text("one\n")
@@ -58,8 +66,12 @@ def _fs_root(path: Path) -> None:
     (path / "docs").mkdir(parents=True, exist_ok=True)
     (path / "docs" / "a.txt").write_text("alpha\nbeta\n")
     (path / "docs" / "b.md").write_text("# B\n")
-    (path / "img.png").write_bytes(bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-                                                 "1f15c4890000000d49444154789c6360000000020001e221bc330000000049454e44ae426082"))
+    (path / "img.png").write_bytes(
+        bytes.fromhex(
+            "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+            "1f15c4890000000d49444154789c6360000000020001e221bc330000000049454e44ae426082"
+        )
+    )
 
 
 # name → (argv builder(workdir), prepare(workdir), [(tool, arguments)], {tool: category}, normalizer)
@@ -77,18 +89,30 @@ def _servers() -> dict[str, Any]:
                 ("get-structured-content", {"location": "Chicago"}),
                 ("get-sum", {"a": 2, "b": 40}),
                 ("get-tiny-image", {}),
-                ("gzip-file-as-resource", {"name": "x.gz", "data": "data:text/plain;base64,aGVsbG8gd29ybGQ=",
-                                           "outputType": "resource"}),
+                (
+                    "gzip-file-as-resource",
+                    {"name": "x.gz", "data": "data:text/plain;base64,aGVsbG8gd29ybGQ=", "outputType": "resource"},
+                ),
                 ("toggle-simulated-logging", {}),
                 ("toggle-subscriber-updates", {}),
                 ("trigger-long-running-operation", {"duration": 0.2, "steps": 2}),
                 ("simulate-research-query", {"topic": "otters"}),
             ],
-            {"echo": "READ", "get-annotated-message": "READ", "get-env": "READ", "get-resource-links": "READ",
-             "get-resource-reference": "READ", "get-structured-content": "READ", "get-sum": "READ",
-             "get-tiny-image": "READ", "gzip-file-as-resource": "EXECUTE", "toggle-simulated-logging": "UPDATE",
-             "toggle-subscriber-updates": "UPDATE", "trigger-long-running-operation": "READ",
-             "simulate-research-query": "EXECUTE"},
+            {
+                "echo": "READ",
+                "get-annotated-message": "READ",
+                "get-env": "READ",
+                "get-resource-links": "READ",
+                "get-resource-reference": "READ",
+                "get-structured-content": "READ",
+                "get-sum": "READ",
+                "get-tiny-image": "READ",
+                "gzip-file-as-resource": "EXECUTE",
+                "toggle-simulated-logging": "UPDATE",
+                "toggle-subscriber-updates": "UPDATE",
+                "trigger-long-running-operation": "READ",
+                "simulate-research-query": "EXECUTE",
+            },
             "everything",
         ),
         "filesystem": (
@@ -111,18 +135,37 @@ def _servers() -> dict[str, Any]:
                 ("read_text_file", {"path": "{d}/missing.txt"}),
                 ("read_text_file", {"path": "/etc/hostname"}),
             ],
-            {"read_file": "READ", "read_text_file": "READ", "read_media_file": "READ", "read_multiple_files": "READ",
-             "write_file": "CREATE", "edit_file": "UPDATE", "create_directory": "CREATE", "list_directory": "READ",
-             "list_directory_with_sizes": "READ", "directory_tree": "READ", "move_file": "UPDATE",
-             "search_files": "READ", "get_file_info": "READ", "list_allowed_directories": "READ"},
+            {
+                "read_file": "READ",
+                "read_text_file": "READ",
+                "read_media_file": "READ",
+                "read_multiple_files": "READ",
+                "write_file": "CREATE",
+                "edit_file": "UPDATE",
+                "create_directory": "CREATE",
+                "list_directory": "READ",
+                "list_directory_with_sizes": "READ",
+                "directory_tree": "READ",
+                "move_file": "UPDATE",
+                "search_files": "READ",
+                "get_file_info": "READ",
+                "list_allowed_directories": "READ",
+            },
             "paths",
         ),
         "memory": (
             lambda d: [_bin(NODE_BIN / "mcp-server-memory")],
             lambda d: None,
             [
-                ("create_entities", {"entities": [{"name": "ada", "entityType": "person", "observations": ["math"]},
-                                                  {"name": "bab", "entityType": "machine", "observations": []}]}),
+                (
+                    "create_entities",
+                    {
+                        "entities": [
+                            {"name": "ada", "entityType": "person", "observations": ["math"]},
+                            {"name": "bab", "entityType": "machine", "observations": []},
+                        ]
+                    },
+                ),
                 ("create_relations", {"relations": [{"from": "ada", "to": "bab", "relationType": "designed"}]}),
                 ("add_observations", {"observations": [{"entityName": "ada", "contents": ["poet's daughter"]}]}),
                 ("read_graph", {}),
@@ -134,9 +177,17 @@ def _servers() -> dict[str, Any]:
                 ("add_observations", {"observations": [{"entityName": "nobody", "contents": ["x"]}]}),
                 ("read_graph", {}),
             ],
-            {"create_entities": "CREATE", "create_relations": "CREATE", "add_observations": "CREATE",
-             "delete_entities": "DELETE", "delete_observations": "DELETE", "delete_relations": "DELETE",
-             "read_graph": "READ", "search_nodes": "READ", "open_nodes": "READ"},
+            {
+                "create_entities": "CREATE",
+                "create_relations": "CREATE",
+                "add_observations": "CREATE",
+                "delete_entities": "DELETE",
+                "delete_observations": "DELETE",
+                "delete_relations": "DELETE",
+                "read_graph": "READ",
+                "search_nodes": "READ",
+                "open_nodes": "READ",
+            },
             None,
         ),
         "git": (
@@ -158,9 +209,20 @@ def _servers() -> dict[str, Any]:
                 ("git_show", {"repo_path": "{d}", "revision": "HEAD:a.txt"}),
                 ("git_show", {"repo_path": "{d}", "revision": "nope"}),
             ],
-            {"git_status": "READ", "git_diff_unstaged": "READ", "git_diff_staged": "READ", "git_diff": "READ",
-             "git_commit": "CREATE", "git_add": "CREATE", "git_reset": "UPDATE", "git_log": "READ",
-             "git_create_branch": "CREATE", "git_checkout": "UPDATE", "git_show": "READ", "git_branch": "READ"},
+            {
+                "git_status": "READ",
+                "git_diff_unstaged": "READ",
+                "git_diff_staged": "READ",
+                "git_diff": "READ",
+                "git_commit": "CREATE",
+                "git_add": "CREATE",
+                "git_reset": "UPDATE",
+                "git_log": "READ",
+                "git_create_branch": "CREATE",
+                "git_checkout": "UPDATE",
+                "git_show": "READ",
+                "git_branch": "READ",
+            },
             "git",
         ),
         "time": (
@@ -237,8 +299,9 @@ async def test_parity_direct_vs_wrapped(server: str, tmp_path: Path) -> None:
     env = {**os.environ, "MEMORY_FILE_PATH": str(d1 / "memory.jsonl")}
     argv1 = argv_of(d1)
     direct: list[tuple[str, Any]] = []
-    async with Client(StdioServerParameters(command=argv1[0], args=argv1[1:], env=env, cwd=str(d1)),
-                      mode="legacy", cache=None) as c:
+    async with Client(
+        StdioServerParameters(command=argv1[0], args=argv1[1:], env=env, cwd=str(d1)), mode="legacy", cache=None
+    ) as c:
         listed = [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in (await c.list_tools()).tools]
         for tool, args in calls:
             try:
@@ -272,8 +335,12 @@ def http_everything(request: pytest.FixtureRequest):
     import time
 
     port = free_port()
-    proc = subprocess.Popen([_bin(NODE_BIN / "mcp-server-everything"), request.param], env={**os.environ, "PORT": str(port)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [_bin(NODE_BIN / "mcp-server-everything"), request.param],
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         with socket.socket() as s:
@@ -302,8 +369,9 @@ async def test_real_progress_is_forwarded() -> None:
         seen.append((p, total))
 
     async with wrap(UpstreamSpec.from_argv([_bin(NODE_BIN / "mcp-server-everything")], name="everything")) as w:
-        env = await w.engine.execute({"operation": "trigger_long_running_operation", "params": {"duration": 0.3, "steps": 3}},
-                                     new_ctx(progress_sink=sink))
+        env = await w.engine.execute(
+            {"operation": "trigger_long_running_operation", "params": {"duration": 0.3, "steps": 3}}, new_ctx(progress_sink=sink)
+        )
         assert env["success"], env
     assert [p for p, _ in seen] == [1, 2, 3] and all(t == 3 for _, t in seen)
 

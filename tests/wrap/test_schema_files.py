@@ -46,8 +46,13 @@ def test_fixture_bundle_is_spec_shaped(fixture: str) -> None:
     assert [o["source_tool_name"] for o in ops] == [t["name"] for t in fixture_tools(fixture)]
     for o in ops:
         assert o["maps_to"] == f"MCP tools/call {o['source_tool_name']}"
-        assert set(o["provenance"]["inference_sources"]) == {"operation_name", "description", "endpoint", "danger_level",
-                                                             "maps_to"}
+        assert set(o["provenance"]["inference_sources"]) == {
+            "operation_name",
+            "description",
+            "endpoint",
+            "danger_level",
+            "maps_to",
+        }
         for p in o["params"]:
             assert p["source_path"] == f"inputSchema.properties.{p['original_name']}"
     reviewed = {w["tool"] for w in bundle["normalized_bundle"]["warnings"] if w["code"] == "ENDPOINT_AMBIGUOUS"}
@@ -73,29 +78,45 @@ def test_built_adapter_schema_validates(fixture: str, tmp_path: Path) -> None:
 def test_http_capture_source_validates_and_redacts() -> None:
     from mcpaql.adapters.schema.bundle import make_bundle, source_for
 
-    spec = UpstreamSpec.from_url("https://api.example.com/mcp", name="gh",
-                                 headers={"Authorization": "Bearer ${GITHUB_TOKEN}", "X-Trace": "secret"})
+    spec = UpstreamSpec.from_url(
+        "https://api.example.com/mcp", name="gh", headers={"Authorization": "Bearer ${GITHUB_TOKEN}", "X-Trace": "secret"}
+    )
     bundle = make_bundle(fixture_tools("github-mcp-default"), source_for(spec, name="gh", server={"name": "github"}))
     assert bundle_errors(bundle) == []
-    assert bundle["source"]["auth"] == {"type": "bearer", "header": "Authorization", "prefix": "Bearer ",
-                                        "token_env": "GITHUB_TOKEN"}
+    assert bundle["source"]["auth"] == {
+        "type": "bearer",
+        "header": "Authorization",
+        "prefix": "Bearer ",
+        "token_env": "GITHUB_TOKEN",
+    }
     assert "secret" not in json.dumps(bundle["source"]) and "${GITHUB_TOKEN}" not in json.dumps(bundle["source"])
     schema, _ = build_schema(bundle)
     assert adapter_errors(schema) == []
-    assert schema["target"] == {"base_url": "https://api.example.com/mcp", "transport": "http", "protocol": "custom",
-                                "serialization": "json"}
+    assert schema["target"] == {
+        "base_url": "https://api.example.com/mcp",
+        "transport": "http",
+        "protocol": "custom",
+        "serialization": "json",
+    }
     assert schema["auth"]["token_env"] == "GITHUB_TOKEN"
 
 
 def test_overrides_and_report(tmp_path: Path) -> None:
     bundle = capture(FIXTURES / "github-mcp-all.tools-list.json", name="github")
     ov = tmp_path / "overrides.yaml"
-    ov.write_text(yaml.safe_dump({
-        "adapter": {"name": "github", "version": "1.0.0"},
-        "exclude": ["*copilot*"],
-        "operations": {"merge_pull_request": {"category": "EXECUTE", "danger_level": "destructive"},
-                       "issue_write": {"name": "write_issue"}, "label_write": {"category": "UPDATE"}},
-    }))
+    ov.write_text(
+        yaml.safe_dump(
+            {
+                "adapter": {"name": "github", "version": "1.0.0"},
+                "exclude": ["*copilot*"],
+                "operations": {
+                    "merge_pull_request": {"category": "EXECUTE", "danger_level": "destructive"},
+                    "issue_write": {"name": "write_issue"},
+                    "label_write": {"category": "UPDATE"},
+                },
+            }
+        )
+    )
     schema, report = build_schema(bundle, ov)
     assert adapter_errors(schema) == []
     names = {op["name"]: g for g, ops in schema["operations"].items() for op in ops}
@@ -108,9 +129,18 @@ def test_overrides_and_report(tmp_path: Path) -> None:
 
 def test_load_rejects_bad_files_with_field_paths(tmp_path: Path) -> None:
     bad = tmp_path / "x.json"
-    bad.write_text(json.dumps({"name": "x1", "type": "adapter", "version": "1", "description": "d" * 20,
-                               "target": {"base_url": "https://a", "transport": "http", "protocol": "rest",
-                                          "serialization": "json"}, "operations": {}}))
+    bad.write_text(
+        json.dumps(
+            {
+                "name": "x1",
+                "type": "adapter",
+                "version": "1",
+                "description": "d" * 20,
+                "target": {"base_url": "https://a", "transport": "http", "protocol": "rest", "serialization": "json"},
+                "operations": {},
+            }
+        )
+    )
     with pytest.raises(SchemaError) as e:
         load_adapter_schema(bad)
     assert e.value.code == "SCHEMA_INVALID_TYPE" and "version" in e.value.message
@@ -143,8 +173,9 @@ async def test_live_capture_build_serve_round_trip(tmp_path: Path) -> None:
         assert ops["rename_path"].origin == "move_file"
         # full nested shapes come from the live tools/list
         assert ops["edit_file"].params[1].schema["items"]["properties"]
-        env = await rt.engine.execute({"operation": "directory_tree", "params": {"path": "/p", "exclude_patterns": ["x"]}},
-                                      new_ctx())
+        env = await rt.engine.execute(
+            {"operation": "directory_tree", "params": {"path": "/p", "exclude_patterns": ["x"]}}, new_ctx()
+        )
         assert json.loads(env["data"]) == {"tool": "directory_tree", "arguments": {"path": "/p", "excludePatterns": ["x"]}}
 
 
@@ -177,13 +208,22 @@ def rest_api():
 
     async def limited(request):  # how APIs say "slow down": 429 + Retry-After, or GitHub's 403 + X-RateLimit-*
         if request.query_params.get("style") == "github":
-            return JSONResponse({"message": "API rate limit exceeded"}, status_code=403, headers={
-                "x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 30)})
+            return JSONResponse(
+                {"message": "API rate limit exceeded"},
+                status_code=403,
+                headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(time.time()) + 30)},
+            )
         return JSONResponse({"message": "slow down"}, status_code=429, headers={"retry-after": "7"})
 
-    app = Starlette(routes=[Route("/limited", limited, methods=["GET"]), Route("/items/{item_id}", get_item, methods=["GET"]),
-                            Route("/items/{item_id}", delete_item, methods=["DELETE"]),
-                            Route("/items", list_items, methods=["GET"]), Route("/items", create_item, methods=["POST"])])
+    app = Starlette(
+        routes=[
+            Route("/limited", limited, methods=["GET"]),
+            Route("/items/{item_id}", get_item, methods=["GET"]),
+            Route("/items/{item_id}", delete_item, methods=["DELETE"]),
+            Route("/items", list_items, methods=["GET"]),
+            Route("/items", create_item, methods=["POST"]),
+        ]
+    )
     with serve_in_thread(app) as url:
         yield url
 
@@ -191,19 +231,48 @@ def rest_api():
 @pytest.mark.anyio
 async def test_rest_adapter_schema_runs(rest_api: str, tmp_path: Path) -> None:
     schema = {
-        "name": "items-api", "type": "adapter", "version": "1.0.0", "description": "A tiny items API for tests",
+        "name": "items-api",
+        "type": "adapter",
+        "version": "1.0.0",
+        "description": "A tiny items API for tests",
         "target": {"base_url": rest_api, "transport": "http", "protocol": "rest", "serialization": "json"},
         "operations": {
-            "read": [{"name": "get_item", "maps_to": "GET /items/{item_id}", "danger_level": "safe",
-                      "params": {"item_id": {"type": "string", "required": True}}},
-                     {"name": "list_items", "maps_to": "GET /items",
-                      "params": {"limit": {"type": "integer", "minimum": 1, "maximum": 100}}}],
-            "execute": [{"name": "limited_call", "maps_to": "GET /limited", "danger_level": "safe",
-                         "params": {"style": {"type": "string"}}}],
-            "create": [{"name": "create_item", "maps_to": "POST /items",
-                        "params": {"id": {"type": "string", "required": True}, "title": {"type": "string"}}}],
-            "delete": [{"name": "delete_item", "maps_to": "DELETE /items/{item_id}", "danger_level": "destructive",
-                        "params": {"item_id": {"type": "string", "required": True}}}],
+            "read": [
+                {
+                    "name": "get_item",
+                    "maps_to": "GET /items/{item_id}",
+                    "danger_level": "safe",
+                    "params": {"item_id": {"type": "string", "required": True}},
+                },
+                {
+                    "name": "list_items",
+                    "maps_to": "GET /items",
+                    "params": {"limit": {"type": "integer", "minimum": 1, "maximum": 100}},
+                },
+            ],
+            "execute": [
+                {
+                    "name": "limited_call",
+                    "maps_to": "GET /limited",
+                    "danger_level": "safe",
+                    "params": {"style": {"type": "string"}},
+                }
+            ],
+            "create": [
+                {
+                    "name": "create_item",
+                    "maps_to": "POST /items",
+                    "params": {"id": {"type": "string", "required": True}, "title": {"type": "string"}},
+                }
+            ],
+            "delete": [
+                {
+                    "name": "delete_item",
+                    "maps_to": "DELETE /items/{item_id}",
+                    "danger_level": "destructive",
+                    "params": {"item_id": {"type": "string", "required": True}},
+                }
+            ],
         },
     }
     assert adapter_errors(schema) == []
@@ -261,8 +330,7 @@ def test_runtime_warns_about_embedded_credentials_and_plain_http() -> None:
     data = {"auth": {"type": "bearer", "token": "ghp_secret", "token_env": "GH"}, "target": {"base_url": "http://api.x.com"}}
     ws = schema_warnings(data)
     assert any("auth.token" in w for w in ws) and any("plain HTTP" in w for w in ws)
-    assert schema_warnings({"auth": {"type": "bearer", "token_env": "GH"},
-                            "target": {"base_url": "http://127.0.0.1:8000"}}) == []
+    assert schema_warnings({"auth": {"type": "bearer", "token_env": "GH"}, "target": {"base_url": "http://127.0.0.1:8000"}}) == []
 
 
 def test_REQ_ADPT_006_description_length_is_warned_about() -> None:

@@ -21,18 +21,23 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 SCHEMAS = FIXTURES.parents[1] / "spec" / "schemas"
 # The upstream gets MEMORY_FILE_PATH explicitly: a stdio upstream otherwise sees only the MCP
 # SDK's default environment and server-memory would use its shared default file.
-SERVE = ("import os, sys; from mcpaql.serving import serve; from mcpaql.adapters.upstream import wrap; "
-         "from mcpaql.adapters.upstream.runtime import UpstreamSpec; "
-         "env = {'MEMORY_FILE_PATH': os.environ['MEMORY_FILE_PATH']}; "
-         "serve(wrap(UpstreamSpec.from_argv(sys.argv[2:], name=sys.argv[1], env=env)))")
+SERVE = (
+    "import os, sys; from mcpaql.serving import serve; from mcpaql.adapters.upstream import wrap; "
+    "from mcpaql.adapters.upstream.runtime import UpstreamSpec; "
+    "env = {'MEMORY_FILE_PATH': os.environ['MEMORY_FILE_PATH']}; "
+    "serve(wrap(UpstreamSpec.from_argv(sys.argv[2:], name=sys.argv[1], env=env)))"
+)
 MEMORY = Path(__file__).resolve().parents[2] / ".cache-upstreams" / "node_modules" / ".bin" / "mcp-server-memory"
 
 
 async def _run(name: str, upstream: list[str], mode: str, tmp: Path) -> Report:
-    return await run_conformance([sys.executable, "-c", SERVE, name, *upstream], level=2, read_only=True,
-                                 schemas=SCHEMAS if SCHEMAS.is_dir() else None,
-                                 env={"MCP_AQL_ENDPOINT_MODE": mode, "PATH": "/usr/bin:/bin",
-                                      "MEMORY_FILE_PATH": str(tmp / "memory.jsonl")})
+    return await run_conformance(
+        [sys.executable, "-c", SERVE, name, *upstream],
+        level=2,
+        read_only=True,
+        schemas=SCHEMAS if SCHEMAS.is_dir() else None,
+        env={"MCP_AQL_ENDPOINT_MODE": mode, "PATH": "/usr/bin:/bin", "MEMORY_FILE_PATH": str(tmp / "memory.jsonl")},
+    )
 
 
 def _assert_level_2(report: Report) -> None:
@@ -58,8 +63,10 @@ async def test_wrapped_real_memory_server_reaches_level_2(graph: str, tmp_path: 
     if not MEMORY.exists():
         pytest.fail(f"{MEMORY} is missing: run tests/wrap/install_upstreams.sh")
     if graph == "populated":  # read_graph → {"entities": [...], "relations": []}: L2-2 selects entities.<field>
-        rows = [{"type": "entity", "name": "ada", "entityType": "person", "observations": ["math"]},
-                {"type": "entity", "name": "bab", "entityType": "machine", "observations": []}]
+        rows = [
+            {"type": "entity", "name": "ada", "entityType": "person", "observations": ["math"]},
+            {"type": "entity", "name": "bab", "entityType": "machine", "observations": []},
+        ]
         (tmp_path / "memory.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     report = await _run("memory", [str(MEMORY)], "all", tmp_path)
     _assert_level_2(report)

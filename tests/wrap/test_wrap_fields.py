@@ -51,16 +51,19 @@ def err(env: dict[str, Any]) -> dict[str, Any]:
 # ---- real server-memory ------------------------------------------------------------------------
 
 GRAPH = {
-    "entities": [{"name": "ada", "entityType": "person", "observations": ["math", "poetry"]},
-                 {"name": "bab", "entityType": "machine", "observations": []}],
+    "entities": [
+        {"name": "ada", "entityType": "person", "observations": ["math", "poetry"]},
+        {"name": "bab", "entityType": "machine", "observations": []},
+    ],
     "relations": [{"from": "ada", "to": "bab", "relationType": "designed"}],
 }
 
 
 @pytest.mark.upstream
 async def test_memory_read_graph_fields(tmp_path: Path) -> None:
-    spec = UpstreamSpec.from_argv([_bin("mcp-server-memory")], name="memory",
-                                  env={"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")})
+    spec = UpstreamSpec.from_argv(
+        [_bin("mcp-server-memory")], name="memory", env={"MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")}
+    )
     async with wrap(spec) as w:
         eng = w.engine
         ok(await run(eng, "create_entities", entities=GRAPH["entities"]))
@@ -73,7 +76,9 @@ async def test_memory_read_graph_fields(tmp_path: Path) -> None:
         # Dotted paths into arrays of objects, applied to each item; unselected branches are dropped.
         assert ok(await run(eng, "read_graph", fields=["entities.name"])) == {"entities": [{"name": "ada"}, {"name": "bab"}]}
         assert ok(await run(eng, "read_graph", fields=["entities.entityType", "relations.to"])) == {
-            "entities": [{"entityType": "person"}, {"entityType": "machine"}], "relations": [{"to": "bab"}]}
+            "entities": [{"entityType": "person"}, {"entityType": "machine"}],
+            "relations": [{"to": "bab"}],
+        }
         assert ok(await run(eng, "read_graph", fields=["relations"])) == {"relations": GRAPH["relations"]}
 
         # Presets: full = everything; standard = scalar fields; minimal = id/name-like fields
@@ -81,12 +86,14 @@ async def test_memory_read_graph_fields(tmp_path: Path) -> None:
         assert ok(await run(eng, "read_graph", fields="full")) == GRAPH
         assert ok(await run(eng, "read_graph", fields="standard")) == {
             "entities": [{"name": "ada", "entityType": "person"}, {"name": "bab", "entityType": "machine"}],
-            "relations": [{"from": "ada", "to": "bab", "relationType": "designed"}]}
+            "relations": [{"from": "ada", "to": "bab", "relationType": "designed"}],
+        }
         assert ok(await run(eng, "read_graph", fields="minimal")) == {"entities": [{"name": "ada"}, {"name": "bab"}]}
 
         # Other READ operations too (open_nodes/search_nodes have required params of their own).
         assert ok(await run(eng, "open_nodes", names=["ada"], fields=["entities.observations"])) == {
-            "entities": [{"observations": ["math", "poetry"]}]}
+            "entities": [{"observations": ["math", "poetry"]}]
+        }
         assert ok(await run(eng, "search_nodes", query="machine", fields=["entities.name"])) == {"entities": [{"name": "bab"}]}
 
         # Unknown fields are rejected, listing the valid ones (outputSchema + result), never dropped silently.
@@ -124,8 +131,11 @@ async def test_everything_non_json_results_are_refused_structured_ones_projected
     async with wrap(UpstreamSpec.from_argv([_bin("mcp-server-everything")], name="everything")) as w:
         eng = w.engine
         assert ok(await run(eng, "echo", message="hi")) == "Echo: hi"  # unchanged without fields
-        for op, params, got in [("echo", {"message": "hi"}, "plain text"), ("get_tiny_image", {}, "image content"),
-                                ("get_sum", {"a": 1, "b": 2}, "plain text")]:
+        for op, params, got in [
+            ("echo", {"message": "hi"}, "plain text"),
+            ("get_tiny_image", {}, "image content"),
+            ("get_sum", {"a": 1, "b": 2}, "plain text"),
+        ]:
             e = err(await run(eng, op, **params, fields=["x"]))
             assert e["code"] == "VALIDATION_INVALID_VALUE"
             assert e["details"] == {"param_name": "fields", "constraint": "json_result"}
@@ -137,19 +147,42 @@ async def test_everything_non_json_results_are_refused_structured_ones_projected
 # ---- stub upstreams: shapes the real servers do not produce ------------------------------------
 
 TOOLS = [
-    {"name": "list_items", "description": "List items", "inputSchema": {"type": "object", "properties": {}},
-     "annotations": {"readOnlyHint": True}},
-    {"name": "get_report", "description": "Get a report", "annotations": {"readOnlyHint": True},
-     "inputSchema": {"type": "object", "properties": {"fields": {"type": "string", "description": "CSV columns"}}}},
-    {"name": "get_typed", "description": "Get a typed record", "annotations": {"readOnlyHint": True},
-     "inputSchema": {"type": "object", "properties": {}},
-     "outputSchema": {"type": "object", "properties": {"id": {"type": "string"}, "note": {"type": "string"},
-                                                       "meta": {"type": "object", "properties": {"etag": {"type": "string"}}}}}},
-    {"name": "create_item", "description": "Create an item",
-     "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
+    {
+        "name": "list_items",
+        "description": "List items",
+        "inputSchema": {"type": "object", "properties": {}},
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "get_report",
+        "description": "Get a report",
+        "annotations": {"readOnlyHint": True},
+        "inputSchema": {"type": "object", "properties": {"fields": {"type": "string", "description": "CSV columns"}}},
+    },
+    {
+        "name": "get_typed",
+        "description": "Get a typed record",
+        "annotations": {"readOnlyHint": True},
+        "inputSchema": {"type": "object", "properties": {}},
+        "outputSchema": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "note": {"type": "string"},
+                "meta": {"type": "object", "properties": {"etag": {"type": "string"}}},
+            },
+        },
+    },
+    {
+        "name": "create_item",
+        "description": "Create an item",
+        "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+    },
 ]
-ITEMS = [{"id": 1, "name": "a", "owner": {"login": "x", "id": 7}, "labels": [{"name": "bug", "color": "red"}], "body": "…"},
-         {"id": 2, "name": "b", "owner": {"login": "y", "id": 8}, "labels": [], "draft": True}]
+ITEMS = [
+    {"id": 1, "name": "a", "owner": {"login": "x", "id": 7}, "labels": [{"name": "bug", "color": "red"}], "body": "…"},
+    {"id": 2, "name": "b", "owner": {"login": "y", "id": 8}, "labels": [], "draft": True},
+]
 
 
 def stub_engine(results: dict[str, dict[str, Any]], seen: list[tuple[str, dict[str, Any]]]) -> Engine:
@@ -175,8 +208,10 @@ async def test_array_results_are_projected_item_by_item() -> None:
     # A valid field some items lack is omitted from those items (REQ-FSEL-012).
     assert ok(await run(eng, "list_items", fields=["id", "draft"])) == [{"id": 1}, {"id": 2, "draft": True}]
     assert ok(await run(eng, "list_items", fields="minimal")) == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
-    assert ok(await run(eng, "list_items", fields="standard")) == [{"id": 1, "name": "a", "body": "…"},
-                                                                   {"id": 2, "name": "b", "draft": True}]
+    assert ok(await run(eng, "list_items", fields="standard")) == [
+        {"id": 1, "name": "a", "body": "…"},
+        {"id": 2, "name": "b", "draft": True},
+    ]
     assert ok(await run(eng, "list_items", fields="full")) == ITEMS
     e = err(await run(eng, "list_items", fields=["owner.name"]))
     assert e["details"]["unknown_fields"] == ["owner.name"] and "owner.login" in e["details"]["valid_fields"]
@@ -196,22 +231,31 @@ async def test_result_shapes() -> None:
     results["list_items"] = both
     assert ok(await run(eng, "list_items")) == both
     assert ok(await run(eng, "list_items", fields=["structuredContent.items.id"])) == {
-        "structuredContent": {"items": [{"id": 1}, {"id": 2}]}}
+        "structuredContent": {"items": [{"id": 1}, {"id": 2}]}
+    }
     assert ok(await run(eng, "list_items", fields=["content.text", "structuredContent.items.name"])) == {
-        "content": [{"text": "two items"}], "structuredContent": {"items": [{"name": "a"}, {"name": "b"}]}}
+        "content": [{"text": "two items"}],
+        "structuredContent": {"items": [{"name": "a"}, {"name": "b"}]},
+    }
     e = err(await run(eng, "list_items", fields=["items.id"]))  # relative to the structured part: not what data holds
     assert e["details"]["unknown_fields"] == ["items.id"] and "structuredContent.items.id" in e["details"]["valid_fields"]
     # Structured content that only repeats the text: `data` is the structured object, paths start there.
-    results["list_items"] = {"content": [{"type": "text", "text": json.dumps({"items": ITEMS})}],
-                             "structuredContent": {"items": ITEMS}}
+    results["list_items"] = {
+        "content": [{"type": "text", "text": json.dumps({"items": ITEMS})}],
+        "structuredContent": {"items": ITEMS},
+    }
     assert ok(await run(eng, "list_items", fields=["items.id"])) == {"items": [{"id": 1}, {"id": 2}]}
     assert err(await run(eng, "list_items", fields=["structuredContent.items.id"]))["code"] == "VALIDATION_INVALID_VALUE"
     # An empty array: nothing to check names against, nothing to select.
     results["list_items"] = text([])
     assert ok(await run(eng, "list_items", fields=["anything"])) == []
     # JSON that is not an object or an array of objects, and non-JSON text, are refused.
-    for bad, got in [(text("42"), "a JSON int"), (text(["a", "b"]), "an array of non-objects"), (text("not json"), "plain text"),
-                     ({"content": []}, "an empty result")]:
+    for bad, got in [
+        (text("42"), "a JSON int"),
+        (text(["a", "b"]), "an array of non-objects"),
+        (text("not json"), "plain text"),
+        ({"content": []}, "an empty result"),
+    ]:
         results["list_items"] = bad
         e = err(await run(eng, "list_items", fields=["id"]))
         assert e["code"] == "VALIDATION_INVALID_VALUE" and e["details"]["constraint"] == "json_result", e
@@ -227,13 +271,14 @@ async def test_output_schema_fields_are_valid_even_when_absent() -> None:
     e = err(await run(eng, "get_typed", fields=["etag"]))
     assert e["details"]["valid_fields"] == ["id", "note", "meta.etag"]
     # With a text summary beside the structured content, the schema's fields sit under structuredContent.
-    eng = stub_engine({"get_typed": {"content": [{"type": "text", "text": "record r1"}],
-                                     "structuredContent": {"id": "r1"}}}, [])
+    eng = stub_engine({"get_typed": {"content": [{"type": "text", "text": "record r1"}], "structuredContent": {"id": "r1"}}}, [])
     assert ok(await run(eng, "get_typed", fields=["structuredContent.meta.etag", "structuredContent.id"])) == {
-        "structuredContent": {"id": "r1"}}
+        "structuredContent": {"id": "r1"}
+    }
     e = err(await run(eng, "get_typed", fields=["meta.etag"]))
     assert {"structuredContent.id", "structuredContent.note", "structuredContent.meta.etag", "content.text"} <= set(
-        e["details"]["valid_fields"])
+        e["details"]["valid_fields"]
+    )
 
 
 async def test_an_upstream_fields_parameter_is_left_alone() -> None:
@@ -267,8 +312,11 @@ def test_capability_follows_the_served_operations() -> None:
 # ---- property: selection and validation agree on what `data` holds -----------------------------
 
 _KEYS = st.sampled_from(["id", "name", "items", "meta", "owner", "tags", "content", "text", "v"])
-_JSON = st.recursive(st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=5),
-                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3), max_leaves=12)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3),
+    max_leaves=12,
+)
 _RECORD = st.dictionaries(_KEYS, _JSON, min_size=1, max_size=4)
 
 

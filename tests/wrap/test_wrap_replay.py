@@ -28,12 +28,15 @@ async def test_single_upstream_names_origin_and_echo() -> None:
         )
         assert env["success"], env
         assert json.loads(env["data"]) == {
-            "arguments": {"resourceId": 3, "resourceType": "Text"}, "tool": "get-resource-reference"}
+            "arguments": {"resourceId": 3, "resourceType": "Text"},
+            "tool": "get-resource-reference",
+        }
 
 
 async def test_prefix_only_on_collision() -> None:
-    async with wrap([replay("github-mcp-all", "gh_all"), replay("github-mcp-default", "gh"),
-                     replay("mcp-server-time", "time")], name="multi") as w:
+    async with wrap(
+        [replay("github-mcp-all", "gh_all"), replay("github-mcp-default", "gh"), replay("mcp-server-time", "time")], name="multi"
+    ) as w:
         names = {op.name for op in w.engine.registry.operations}
         assert "gh_all_get_me" in names and "gh_get_me" in names and "get_me" not in names
         assert "actions_get" in names  # only in github-mcp-all: no prefix
@@ -125,24 +128,30 @@ async def test_wrapped_server_end_to_end_over_stdio_with_progress() -> None:
     from mcp import Client, StdioServerParameters
 
     up = argv_for(FIXTURES / "mcp-server-time.tools-list.json", control=True)
-    code = ("import sys; from mcpaql.serving import serve; from mcpaql.adapters.upstream import wrap; "
-            "from mcpaql.adapters.upstream.runtime import UpstreamSpec; "
-            "serve(wrap(UpstreamSpec.from_argv(sys.argv[1:], name='time')))")
+    code = (
+        "import sys; from mcpaql.serving import serve; from mcpaql.adapters.upstream import wrap; "
+        "from mcpaql.adapters.upstream.runtime import UpstreamSpec; "
+        "serve(wrap(UpstreamSpec.from_argv(sys.argv[1:], name='time')))"
+    )
     seen = []
 
     async def progress(p, total, msg):
         seen.append((p, total, msg))
 
-    params = StdioServerParameters(command=sys.executable, args=["-c", code, *up],
-                                   env={"MCP_AQL_ENDPOINT_MODE": "semantic", "PATH": "/usr/bin:/bin"})
+    params = StdioServerParameters(
+        command=sys.executable, args=["-c", code, *up], env={"MCP_AQL_ENDPOINT_MODE": "semantic", "PATH": "/usr/bin:/bin"}
+    )
     async with Client(params, mode="legacy", cache=None) as c:
         names = [t.name for t in (await c.list_tools()).tools]
         assert {"time_mcpaql_read", "time_mcpaql_execute"} <= set(names) and all(n.startswith("time_mcpaql_") for n in names)
-        r = await c.call_tool("time_mcpaql_read", {"operation": "convert_time", "params": {
-            "source_timezone": "UTC", "time": "10:00", "target_timezone": "Asia/Tokyo"}})
+        r = await c.call_tool(
+            "time_mcpaql_read",
+            {"operation": "convert_time", "params": {"source_timezone": "UTC", "time": "10:00", "target_timezone": "Asia/Tokyo"}},
+        )
         env = json.loads(r.content[0].text)
         assert env["success"] and json.loads(env["data"])["tool"] == "convert_time"
-        r = await c.call_tool("time_mcpaql_execute", {"operation": "replay_progress", "params": {"steps": 2}},
-                              progress_callback=progress)
+        r = await c.call_tool(
+            "time_mcpaql_execute", {"operation": "replay_progress", "params": {"steps": 2}}, progress_callback=progress
+        )
         assert json.loads(r.content[0].text)["success"]
     assert [p for p, _, _ in seen] == [1, 2]

@@ -48,8 +48,9 @@ async def test_destructive_wrapped_operation_needs_confirmation(tmp_path: Path) 
         assert json.loads(env["data"])["arguments"] == {"entityNames": ["ada"]}  # mapped, token not forwarded
         read = await w.engine.execute({"operation": "read_graph"}, ctx)
         assert read["success"]  # reads stay ungated
-        detail = (await w.engine.execute({"operation": "introspect", "params": {"query": "operations",
-                                                                                "name": "delete_entities"}}, ctx))["data"]
+        detail = (
+            await w.engine.execute({"operation": "introspect", "params": {"query": "operations", "name": "delete_entities"}}, ctx)
+        )["data"]
         assert "Danger level: destructive; requires confirmation" in detail["operation"]["description"]
         info = await w.engine.execute({"operation": "introspect", "params": {"query": "adapter_info"}}, ctx)
         assert info["data"]["trust"]["level"] == "validated"
@@ -100,8 +101,7 @@ def test_rate_limit_block_becomes_windows() -> None:
 
 
 async def test_cli_wrap_with_trust_over_stdio(tmp_path: Path) -> None:
-    argv = [sys.executable, "-m", "mcpaql.cli", "wrap", "--name", "memory", "--trust", "validated", "--",
-            *argv_for(MEMORY)]
+    argv = [sys.executable, "-m", "mcpaql.cli", "wrap", "--name", "memory", "--trust", "validated", "--", *argv_for(MEMORY)]
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}  # the default store lives under ~/.mcpaql
     async with Client(StdioServerParameters(command=argv[0], args=argv[1:], env=env), mode="legacy", cache=None) as c:
         tools = {t.name: t for t in (await c.list_tools()).tools}
@@ -116,8 +116,9 @@ async def test_cli_wrap_with_trust_over_stdio(tmp_path: Path) -> None:
 
 
 async def test_cli_rejects_bad_safety_settings(tmp_path: Path) -> None:
-    proc = await anyio.run_process([sys.executable, "-m", "mcpaql.cli", "wrap", "--trust", "sky-high", "--",
-                                    *argv_for(MEMORY)], check=False)
+    proc = await anyio.run_process(
+        [sys.executable, "-m", "mcpaql.cli", "wrap", "--trust", "sky-high", "--", *argv_for(MEMORY)], check=False
+    )
     assert proc.returncode == 2
     assert b"unknown trust level" in proc.stderr and b"Traceback" not in proc.stderr
 
@@ -139,23 +140,36 @@ async def test_cli_serve_adapter_file_with_safety_loop(tmp_path: Path) -> None:
         assert "record_execution_step" in {o["name"] for o in ops["data"]["operations"]}
 
 
-BASE = {"name": "x-api", "type": "adapter", "version": "1.0.0", "description": "d",
-        "target": {"base_url": "http://127.0.0.1:9", "transport": "http", "protocol": "rest", "serialization": "json"},
-        "operations": {"read": [{"name": "get_a", "maps_to": "GET /a"}]}}
+BASE = {
+    "name": "x-api",
+    "type": "adapter",
+    "version": "1.0.0",
+    "description": "d",
+    "target": {"base_url": "http://127.0.0.1:9", "transport": "http", "protocol": "rest", "serialization": "json"},
+    "operations": {"read": [{"name": "get_a", "maps_to": "GET /a"}]},
+}
 
 
-@pytest.mark.parametrize(("block", "error"), [
-    ({"trust": {"level": "sky-high"}}, "trust.level: 'sky-high' is not one of untested, generated"),
-    ({"trust": {}}, "trust.level: is required"),
-    ({"trust": {"level": "verified", "verification_date": "yesterday"}}, "trust.verification_date: must be a date"),
-    ({"rate_limits": {"requests_per_minute": 0}}, "rate_limits.requests_per_minute: must be an integer >= 1"),
-    ({"rate_limits": {"burst_limit": True}}, "rate_limits.burst_limit: must be an integer >= 1"),
-])
+@pytest.mark.parametrize(
+    ("block", "error"),
+    [
+        ({"trust": {"level": "sky-high"}}, "trust.level: 'sky-high' is not one of untested, generated"),
+        ({"trust": {}}, "trust.level: is required"),
+        ({"trust": {"level": "verified", "verification_date": "yesterday"}}, "trust.verification_date: must be a date"),
+        ({"rate_limits": {"requests_per_minute": 0}}, "rate_limits.requests_per_minute: must be an integer >= 1"),
+        ({"rate_limits": {"burst_limit": True}}, "rate_limits.burst_limit: must be an integer >= 1"),
+    ],
+)
 def test_REQ_ADPT_018_trust_and_rate_limit_blocks_are_checked(block: dict, error: str) -> None:
     from mcpaql.adapters.schema.load import check_adapter_schema
     from mcpaql.protocol.registry import SchemaError
 
     with pytest.raises(SchemaError, match=re.escape(error)):
         check_adapter_schema({**BASE, **block})
-    check_adapter_schema({**BASE, "trust": {"level": "verified", "verified_by": "ops", "verification_date": "2026-01-31"},
-                          "rate_limits": {"requests_per_minute": 60, "burst_limit": 5}})
+    check_adapter_schema(
+        {
+            **BASE,
+            "trust": {"level": "verified", "verified_by": "ops", "verification_date": "2026-01-31"},
+            "rate_limits": {"requests_per_minute": 60, "burst_limit": 5},
+        }
+    )

@@ -33,8 +33,9 @@ class EngineHolderBase(ABC):
     config: Config | None
     not_open_message = "use 'async with' before reading the engine"
 
-    def __init__(self, *, safety: SafetyConfig | Mapping[str, Any] | None = None,
-                 engine_kwargs: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, *, safety: SafetyConfig | Mapping[str, Any] | None = None, engine_kwargs: Mapping[str, Any] | None = None
+    ) -> None:
         self.safety_config = safety
         self.safety: Safety | None = None
         self.engine_kwargs = dict(engine_kwargs or {})

@@ -222,7 +222,7 @@ class _Components:
             if isinstance(n, dict):
                 ref = n.get("$ref")
                 if isinstance(ref, str) and ref.startswith(_COMPONENT):
-                    found.add(ref[len(_COMPONENT):].split("/", 1)[0].replace("~1", "/").replace("~0", "~"))
+                    found.add(ref[len(_COMPONENT) :].split("/", 1)[0].replace("~1", "/").replace("~0", "~"))
                 stack.extend((v, depth + 1) for v in n.values() if isinstance(v, dict | list))
             elif isinstance(n, list):
                 stack.extend((v, depth + 1) for v in n if isinstance(v, dict | list))
@@ -342,8 +342,9 @@ def _check_schemas(schemas: SchemaContext, tool: dict[str, Any]) -> None:
         resolve(dict(tool[RETURNS_KEY]), pascal(op, "result"), schemas)
 
 
-def _tool(doc: dict[str, Any], components: _Components, name: str, method: str, path: str, op: dict[str, Any],
-          shared: list[Any]) -> tuple[dict[str, Any], Route]:
+def _tool(
+    doc: dict[str, Any], components: _Components, name: str, method: str, path: str, op: dict[str, Any], shared: list[Any]
+) -> tuple[dict[str, Any], Route]:
     props: dict[str, Any] = {}
     required: list[str] = []
     where: dict[str, str] = {}
@@ -397,8 +398,12 @@ def _tool(doc: dict[str, Any], components: _Components, name: str, method: str, 
     reached = components.reached(props)
     if reached:  # "#/components/schemas/X" resolves inside the tool's own schema: it is self-contained
         schema["components"] = {"schemas": reached}
-    tool = {"name": name, "description": description, "inputSchema": schema,
-            "annotations": {**_ANNOTATIONS[method], "openWorldHint": True}}
+    tool = {
+        "name": name,
+        "description": description,
+        "inputSchema": schema,
+        "annotations": {**_ANNOTATIONS[method], "openWorldHint": True},
+    }
     returns = _response_schema(doc, op)
     if returns is not None:
         tool[RETURNS_KEY] = returns
@@ -434,11 +439,22 @@ class OpenAPIRuntime(EngineHolderBase):
 
     not_open_message = "use 'async with serve_openapi(...)'"
 
-    def __init__(self, api: OpenAPIDocument, *, name: str | None = None, base_url: str | None = None,
-                 headers: Mapping[str, str] | None = None, config: Config | None = None, read_only: bool = False,
-                 include: Iterable[str] = (), exclude: Iterable[str] = (), timeout: float = 30.0,
-                 safety: Any = None, transport: httpx.AsyncBaseTransport | None = None,
-                 allow_private_targets: bool = False) -> None:
+    def __init__(
+        self,
+        api: OpenAPIDocument,
+        *,
+        name: str | None = None,
+        base_url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        config: Config | None = None,
+        read_only: bool = False,
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
+        timeout: float = 30.0,
+        safety: Any = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        allow_private_targets: bool = False,
+    ) -> None:
         super().__init__(safety=safety)
         self.api = api
         self.name = name or (re.sub(r"[^a-z0-9]+", "-", api.title.lower()).strip("-") or "api")
@@ -461,21 +477,32 @@ class OpenAPIRuntime(EngineHolderBase):
         transport = self._transport
         if transport is None and not self.policy.anything:
             if proxied(self.base_url):
-                log.warning("API calls go through the environment's proxy: it, not mcpaql, checks the addresses "
-                            "it connects to (the base URL was checked at start)")
+                log.warning(
+                    "API calls go through the environment's proxy: it, not mcpaql, checks the addresses "
+                    "it connects to (the base URL was checked at start)"
+                )
             else:
                 transport = GuardedTransport(self.policy)
         # Redirects are followed by call(), within the base URL's origin only.
         self._http = await stack.enter_async_context(
-            httpx.AsyncClient(timeout=self.timeout, transport=transport, follow_redirects=False))
+            httpx.AsyncClient(timeout=self.timeout, transport=transport, follow_redirects=False)
+        )
 
     def registry(self) -> Registry:
         excluded: list[dict[str, str]] = []
         try:
-            reg = build_registry(self.name, {self.name: self.api.tools}, lambda _up: self.call,
-                                 display_name=self.api.title, version=self.api.version,
-                                 description=str((self.api.doc.get("info") or {}).get("description") or "") or None,
-                                 open_world=True, excluded=excluded, schemas=self.api.schemas, **self.select)
+            reg = build_registry(
+                self.name,
+                {self.name: self.api.tools},
+                lambda _up: self.call,
+                display_name=self.api.title,
+                version=self.api.version,
+                description=str((self.api.doc.get("info") or {}).get("description") or "") or None,
+                open_world=True,
+                excluded=excluded,
+                schemas=self.api.schemas,
+                **self.select,
+            )
         except SchemaError as e:
             raise OpenAPIError(str(e)) from None
         if excluded:  # --read-only: what it left out, and why (only GETs are guaranteed reads)
@@ -545,8 +572,9 @@ class OpenAPIRuntime(EngineHolderBase):
         except httpx.HTTPError as e:
             refused = refused_by(e)
             if refused:
-                raise MCPAQLError("PERMISSION_DENIED", f"{op}: the API address was refused: {refused}",
-                                  {"operation": op, "upstream_tool": tool}) from None
+                raise MCPAQLError(
+                    "PERMISSION_DENIED", f"{op}: the API address was refused: {refused}", {"operation": op, "upstream_tool": tool}
+                ) from None
             raise internal_error(
                 f"request to the API failed ({type(e).__name__})", {"operation": op, "retryable": True}
             ) from None
@@ -572,11 +600,13 @@ class OpenAPIRuntime(EngineHolderBase):
                 return resp
             if (nxt.url.scheme, nxt.url.host, nxt.url.port) != (self._base.scheme, self._base.host, self._base.port):
                 await resp.aclose()
-                raise MCPAQLError("PERMISSION_DENIED",
-                                  f"{op}: the API redirected to another origin '{nxt.url.scheme}://{nxt.url.netloc.decode()}'; "
-                                  "not followed, so the configured credentials stay with "
-                                  f"'{self._base.scheme}://{self._base.netloc.decode()}'",
-                                  {"operation": op, "http_status": resp.status_code})
+                raise MCPAQLError(
+                    "PERMISSION_DENIED",
+                    f"{op}: the API redirected to another origin '{nxt.url.scheme}://{nxt.url.netloc.decode()}'; "
+                    "not followed, so the configured credentials stay with "
+                    f"'{self._base.scheme}://{self._base.netloc.decode()}'",
+                    {"operation": op, "http_status": resp.status_code},
+                )
             await resp.aclose()
             resp = await self._http.send(nxt)
         if resp.next_request is not None:
@@ -601,8 +631,9 @@ def _checked_base(base_url: str, policy: TargetPolicy) -> httpx.URL:
         raise OpenAPIError(f"the API base URL '{base_url}' must be an http(s) URL")
     why = policy.check_host(url.host, url.port)
     if why:
-        raise OpenAPIError(f"refusing the API target {url.scheme}://{url.netloc.decode()}: {why}; "
-                           "pass --allow-private-targets if you mean it")
+        raise OpenAPIError(
+            f"refusing the API target {url.scheme}://{url.netloc.decode()}: {why}; pass --allow-private-targets if you mean it"
+        )
     return url
 
 

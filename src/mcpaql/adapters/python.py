@@ -302,8 +302,7 @@ class Adapter:
         returns, rtypes = _returns(name, hints.get("return", inspect.Signature.empty))
         types.extend(rtypes)
         examples = tuple(
-            e if "request" in e else {"request": {"operation": name, "params": e}}
-            for e in options.pop("examples", ())
+            e if "request" in e else {"request": {"operation": name, "params": e}} for e in options.pop("examples", ())
         )
         spec = OperationSpec(
             name=name,
@@ -381,18 +380,35 @@ class Adapter:
             reg.add(s, reserved_ok=bool(s.extensions.get("reserved")))
         return reg
 
-    def engine(self, config: Config | None = None, *, capabilities: dict[str, Any] | None = None,
-               guards: Iterable[Any] = (), extensions: Iterable[Extension] = ()) -> Engine:
+    def engine(
+        self,
+        config: Config | None = None,
+        *,
+        capabilities: dict[str, Any] | None = None,
+        guards: Iterable[Any] = (),
+        extensions: Iterable[Extension] = (),
+    ) -> Engine:
         """A built engine: this adapter's operations, its extensions and then ``extensions``;
         ``guards``/``capabilities`` run and win after every extension's. ``config`` None reads
         the environment and config file (:meth:`Config.load`)."""
         extra = Extension("engine", guards=tuple(guards), capabilities=capabilities or {})
-        return Engine(self._own_registry(), config if config is not None else Config.load(),
-                      capabilities=self.capabilities, extensions=[*self._extensions, *extensions, extra],
-                      lifespan=self.lifespan)
+        return Engine(
+            self._own_registry(),
+            config if config is not None else Config.load(),
+            capabilities=self.capabilities,
+            extensions=[*self._extensions, *extensions, extra],
+            lifespan=self.lifespan,
+        )
 
-    def run(self, transport: str = "stdio", *, config: Config | None = None, host: str = "127.0.0.1",
-            port: int = 8000, stateless: bool = False) -> None:
+    def run(
+        self,
+        transport: str = "stdio",
+        *,
+        config: Config | None = None,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        stateless: bool = False,
+    ) -> None:
         """Serve this adapter (blocking) over ``stdio`` or streamable ``http``; the adapter's and
         its extensions' lifespans open and close with the server."""
         from ..mcp.transports import run_stdio, serve_http

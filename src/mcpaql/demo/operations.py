@@ -87,8 +87,7 @@ def make_adapter(db_path: str | os.PathLike[str] | None = None, *, seed: bool = 
         name=ADAPTER_NAME,
         display_name=DISPLAY_NAME,
         description=(
-            "Projects, tasks with status/priority/tags/metadata, links between tasks and notes, "
-            "persisted in a local SQLite file."
+            "Projects, tasks with status/priority/tags/metadata, links between tasks and notes, persisted in a local SQLite file."
         ),
         concurrency="read-concurrent",
         supports_etag=True,
@@ -106,8 +105,16 @@ def make_adapter(db_path: str | os.PathLike[str] | None = None, *, seed: bool = 
 
 RANK = {"urgent": 0, "high": 1, "medium": 2, "low": 3}
 
-TASK_FILTERABLE = ["project_id", "status", "priority", "tags", "metadata.assignee", "metadata.due_date", "created_at",
-                   "updated_at"]
+TASK_FILTERABLE = [
+    "project_id",
+    "status",
+    "priority",
+    "tags",
+    "metadata.assignee",
+    "metadata.due_date",
+    "created_at",
+    "updated_at",
+]
 TASK_SORTABLE = ["created_at", "updated_at", "title", "status", "metadata.due_date"]
 
 TASKS = Collection(
@@ -120,8 +127,9 @@ TASKS = Collection(
     filterable=TASK_FILTERABLE,
     sortable=TASK_SORTABLE,
     computed={
-        "priority_rank": Computed(lambda r: RANK[r["priority"]], "integer", "0 = urgent … 3 = low",
-                                  filterable=True, sortable=True),
+        "priority_rank": Computed(
+            lambda r: RANK[r["priority"]], "integer", "0 = urgent … 3 = low", filterable=True, sortable=True
+        ),
     },
     aggregate=AggregationSupport(
         groupable_fields=("project_id", "status", "priority", "tags", "metadata.assignee", "metadata.due_date"),
@@ -138,8 +146,13 @@ PROJECTS = Collection(
     sortable=["name", "created_at", "updated_at", "task_counts.total"],
     aggregate=AggregationSupport(
         groupable_fields=("status",),
-        numeric_fields=("task_counts.total", "task_counts.todo", "task_counts.in_progress", "task_counts.blocked",
-                        "task_counts.done"),
+        numeric_fields=(
+            "task_counts.total",
+            "task_counts.todo",
+            "task_counts.in_progress",
+            "task_counts.blocked",
+            "task_counts.done",
+        ),
         comparable_fields=("created_at", "updated_at"),
     ),
 )
@@ -171,15 +184,26 @@ RELATIONSHIPS_DESCRIPTION = (
 RELATIONSHIP_EXAMPLES = (
     {
         "description": "What does this task block, directly or transitively?",
-        "request": {"operation": "query_relationships", "params": {
-            "root": {"element_type": "task", "element_name": "tsk_0123456789"}, "direction": "outgoing",
-            "relationship": "blocks", "depth": 3}},
+        "request": {
+            "operation": "query_relationships",
+            "params": {
+                "root": {"element_type": "task", "element_name": "tsk_0123456789"},
+                "direction": "outgoing",
+                "relationship": "blocks",
+                "depth": 3,
+            },
+        },
     },
     {
         "description": "Every task linked to this one, either way, as a graph",
-        "request": {"operation": "query_relationships", "params": {
-            "root": {"element_type": "task", "element_name": "tsk_0123456789"}, "direction": "both",
-            "include": ["graph.nodes", "graph.edges"]}},
+        "request": {
+            "operation": "query_relationships",
+            "params": {
+                "root": {"element_type": "task", "element_name": "tsk_0123456789"},
+                "direction": "both",
+                "include": ["graph.nodes", "graph.edges"],
+            },
+        },
     },
 )
 
@@ -317,14 +341,26 @@ def _task_operations(app: Adapter, db: store.DB) -> None:
             metadata: estimate_hours (0–1000), due_date (YYYY-MM-DD), assignee, labels, custom.
         """
         md = metadata.model_dump(mode="json") if metadata is not None else {}
-        row = store.create_task(db, project_id=project_id, title=title, description=description, status=status,
-                                priority=priority, tags=tags, metadata=md)
+        row = store.create_task(
+            db,
+            project_id=project_id,
+            title=title,
+            description=description,
+            status=status,
+            priority=priority,
+            tags=tags,
+            metadata=md,
+        )
         return Task.model_validate(row)
 
     @app.read(
         danger_level="safe",
-        collection=Item(presets={"minimal": ["task_id", "title", "status"],
-                                 "summary": ["task_id", "title", "status", "priority", "metadata.assignee", "links"]}),
+        collection=Item(
+            presets={
+                "minimal": ["task_id", "title", "status"],
+                "summary": ["task_id", "title", "status", "priority", "metadata.assignee", "links"],
+            }
+        ),
         examples=[{"task_id": "tsk_0123456789"}, {"task_id": "tsk_0123456789", "fields": ["title", "metadata.due_date"]}],
     )
     def get_task(task_id: str) -> TaskDetail:
@@ -342,8 +378,11 @@ def _task_operations(app: Adapter, db: store.DB) -> None:
             {},
             {"status": "in_progress", "assignee": "alice"},
             {"project_id": "prj_0123456789", "tag": "bug", "fields": "minimal", "first": 5},
-            {"filter": {"metadata.due_date": {"lt": "2026-12-01"}, "status": {"ne": "done"}},
-             "sort": {"field": "metadata.due_date"}, "fields": ["title", "metadata.due_date"]},
+            {
+                "filter": {"metadata.due_date": {"lt": "2026-12-01"}, "status": {"ne": "done"}},
+                "sort": {"field": "metadata.due_date"},
+                "fields": ["title", "metadata.due_date"],
+            },
             {"aggregate": {"by_status": {"group_by": "status"}, "effort": {"avg": "metadata.estimate_hours"}}},
         ],
     )
@@ -369,8 +408,14 @@ def _task_operations(app: Adapter, db: store.DB) -> None:
             include_archived: Also list tasks archived by execute_archive_completed.
         """
         rows = store.list_tasks(
-            db, project_id=project_id, status=status, priority=priority, tag=tag, assignee=assignee,
-            due_before=due_before.isoformat() if due_before else None, include_archived=include_archived,
+            db,
+            project_id=project_id,
+            status=status,
+            priority=priority,
+            tag=tag,
+            assignee=assignee,
+            due_before=due_before.isoformat() if due_before else None,
+            include_archived=include_archived,
         )
         return [Task.model_validate(r) for r in rows]
 
@@ -543,8 +588,12 @@ class _Run:
             store.record_execution(self.db, self.id, event=Event.FAIL, error={"code": e.code, "message": e.message})
             raise
         except Exception:
-            store.record_execution(self.db, self.id, event=Event.FAIL,
-                                   error={"code": "INTERNAL_ERROR", "message": "the execution failed unexpectedly"})
+            store.record_execution(
+                self.db,
+                self.id,
+                event=Event.FAIL,
+                error={"code": "INTERNAL_ERROR", "message": "the execution failed unexpectedly"},
+            )
             raise
         record = store.record_execution(self.db, self.id, event=Event.COMPLETE, result=result)
         if self.ctx is not None:

@@ -211,15 +211,17 @@ def new_id(prefix: str) -> str:
 
 def _project_stored(row: sqlite3.Row) -> dict[str, Any]:
     """The project's own fields with ``_etag``: its task counts changing is not a change of the project."""
-    return with_etag({
-        "project_id": row["project_id"],
-        "name": row["name"],
-        "description": row["description"],
-        "status": row["status"],
-        "created_at": row["created_at"],
-        "updated_at": row["updated_at"],
-        "_version": row["version"],
-    })
+    return with_etag(
+        {
+            "project_id": row["project_id"],
+            "name": row["name"],
+            "description": row["description"],
+            "status": row["status"],
+            "created_at": row["created_at"],
+            "updated_at": row["updated_at"],
+            "_version": row["version"],
+        }
+    )
 
 
 def _project_dict(conn: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
@@ -326,21 +328,23 @@ def delete_project(db: DB, project_id: str, *, cascade: bool = False, if_match: 
 
 
 def _task_dict(row: sqlite3.Row) -> dict[str, Any]:
-    return with_etag({
-        "task_id": row["task_id"],
-        "project_id": row["project_id"],
-        "title": row["title"],
-        "description": row["description"],
-        "status": row["status"],
-        "priority": row["priority"],
-        "tags": json.loads(row["tags"]),
-        "metadata": json.loads(row["metadata"]),
-        "created_at": row["created_at"],
-        "updated_at": row["updated_at"],
-        "completed_at": row["completed_at"],
-        "archived_at": row["archived_at"],
-        "_version": row["version"],
-    })
+    return with_etag(
+        {
+            "task_id": row["task_id"],
+            "project_id": row["project_id"],
+            "title": row["title"],
+            "description": row["description"],
+            "status": row["status"],
+            "priority": row["priority"],
+            "tags": json.loads(row["tags"]),
+            "metadata": json.loads(row["metadata"]),
+            "created_at": row["created_at"],
+            "updated_at": row["updated_at"],
+            "completed_at": row["completed_at"],
+            "archived_at": row["archived_at"],
+            "_version": row["version"],
+        }
+    )
 
 
 def _task_row(conn: sqlite3.Connection, task_id: str) -> sqlite3.Row:
@@ -350,8 +354,9 @@ def _task_row(conn: sqlite3.Connection, task_id: str) -> sqlite3.Row:
     return row
 
 
-def _event(conn: sqlite3.Connection, task_id: str, action: str, changes: dict[str, Any] | None = None,
-           at: str | None = None) -> None:
+def _event(
+    conn: sqlite3.Connection, task_id: str, action: str, changes: dict[str, Any] | None = None, at: str | None = None
+) -> None:
     conn.execute(
         "INSERT INTO task_events(task_id, action, changes, at) VALUES (?, ?, ?, ?)",
         (task_id, action, json.dumps(changes or {}), at or now()),
@@ -362,9 +367,17 @@ def _clean_tags(tags: list[str] | None) -> list[str]:
     return list(dict.fromkeys(tags or []))
 
 
-def create_task(db: DB, *, project_id: str, title: str, description: str | None = None, status: str = "todo",
-                priority: str = "medium", tags: list[str] | None = None,
-                metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+def create_task(
+    db: DB,
+    *,
+    project_id: str,
+    title: str,
+    description: str | None = None,
+    status: str = "todo",
+    priority: str = "medium",
+    tags: list[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     ts = now()
     tid = new_id("tsk")
     with db.tx() as c:
@@ -372,8 +385,19 @@ def create_task(db: DB, *, project_id: str, title: str, description: str | None 
         c.execute(
             "INSERT INTO tasks(task_id, project_id, title, description, status, priority, tags, metadata, "
             "created_at, updated_at, completed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (tid, project_id, title, description, status, priority, json.dumps(_clean_tags(tags)),
-             json.dumps(metadata or {}), ts, ts, ts if status == "done" else None),
+            (
+                tid,
+                project_id,
+                title,
+                description,
+                status,
+                priority,
+                json.dumps(_clean_tags(tags)),
+                json.dumps(metadata or {}),
+                ts,
+                ts,
+                ts if status == "done" else None,
+            ),
         )
         _event(c, tid, "created", {"title": {"to": title}, "status": {"to": status}}, ts)
         return _task_dict(_task_row(c, tid))
@@ -399,9 +423,12 @@ def get_task_detail(db: DB, task_id: str, note_limit: int = 20) -> dict[str, Any
             (task_id, task_id),
         ):
             links.append(dict(r))
-        notes = [_note_dict(r) for r in c.execute(
-            "SELECT * FROM notes WHERE task_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?", (task_id, note_limit)
-        )]
+        notes = [
+            _note_dict(r)
+            for r in c.execute(
+                "SELECT * FROM notes WHERE task_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?", (task_id, note_limit)
+            )
+        ]
         count = c.execute("SELECT COUNT(*) FROM notes WHERE task_id = ?", (task_id,)).fetchone()[0]
         return {**task, "links": links, "notes": notes, "note_count": count}
 
@@ -413,9 +440,17 @@ _TASK_ORDER = (
 )
 
 
-def list_tasks(db: DB, *, project_id: str | None = None, status: str | None = None, priority: str | None = None,
-               tag: str | None = None, assignee: str | None = None, due_before: str | None = None,
-               include_archived: bool = False) -> list[dict[str, Any]]:
+def list_tasks(
+    db: DB,
+    *,
+    project_id: str | None = None,
+    status: str | None = None,
+    priority: str | None = None,
+    tag: str | None = None,
+    assignee: str | None = None,
+    due_before: str | None = None,
+    include_archived: bool = False,
+) -> list[dict[str, Any]]:
     """Tasks matching every given filter, most urgent first (then open before done, earliest due, oldest)."""
     where: list[str] = []
     args: list[Any] = []
@@ -461,8 +496,13 @@ def _task_state(row: sqlite3.Row) -> dict[str, Any]:
     return {k: v for k, v in state.items() if v is not None}
 
 
-def update_task(db: DB, task_id: str, changes: dict[str, Any], if_match: str | None = None,
-                validate_metadata: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> tuple[dict[str, Any], bool]:
+def update_task(
+    db: DB,
+    task_id: str,
+    changes: dict[str, Any],
+    if_match: str | None = None,
+    validate_metadata: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> tuple[dict[str, Any], bool]:
     """Deep-merge ``changes`` into the task (CORE §4.5.1). Returns (task, changed).
 
     ``validate_metadata`` (optional) checks and normalizes the merged metadata dict.
@@ -479,8 +519,11 @@ def update_task(db: DB, task_id: str, changes: dict[str, Any], if_match: str | N
             after["metadata"] = validate_metadata(after["metadata"])
         if after["project_id"] != row["project_id"]:
             _project_row(c, after["project_id"])
-        diff = {k: {"from": before.get(k), "to": after.get(k)} for k in sorted(set(before) | set(after))
-                if before.get(k) != after.get(k)}
+        diff = {
+            k: {"from": before.get(k), "to": after.get(k)}
+            for k in sorted(set(before) | set(after))
+            if before.get(k) != after.get(k)
+        }
         if not diff:
             return _task_dict(row), False
         ts = now()
@@ -493,8 +536,19 @@ def update_task(db: DB, task_id: str, changes: dict[str, Any], if_match: str | N
         c.execute(
             "UPDATE tasks SET title = ?, description = ?, status = ?, priority = ?, tags = ?, metadata = ?, "
             "project_id = ?, completed_at = ?, archived_at = ?, updated_at = ?, version = version + 1 WHERE task_id = ?",
-            (after["title"], after.get("description"), after["status"], after["priority"], json.dumps(after["tags"]),
-             json.dumps(after["metadata"]), after["project_id"], completed_at, archived_at, ts, task_id),
+            (
+                after["title"],
+                after.get("description"),
+                after["status"],
+                after["priority"],
+                json.dumps(after["tags"]),
+                json.dumps(after["metadata"]),
+                after["project_id"],
+                completed_at,
+                archived_at,
+                ts,
+                task_id,
+            ),
         )
         _event(c, task_id, "updated", diff, ts)
         return _task_dict(_task_row(c, task_id)), True
@@ -505,9 +559,9 @@ def delete_task(db: DB, task_id: str, if_match: str | None = None) -> dict[str, 
         row = _task_row(c, task_id)
         check_if_match(_task_dict(row), if_match, resource_type="task", resource_id=task_id)
         n_notes = c.execute("SELECT COUNT(*) FROM notes WHERE task_id = ?", (task_id,)).fetchone()[0]
-        n_links = c.execute(
-            "SELECT COUNT(*) FROM links WHERE from_task_id = ? OR to_task_id = ?", (task_id, task_id)
-        ).fetchone()[0]
+        n_links = c.execute("SELECT COUNT(*) FROM links WHERE from_task_id = ? OR to_task_id = ?", (task_id, task_id)).fetchone()[
+            0
+        ]
         c.execute("DELETE FROM tasks WHERE task_id = ?", (task_id,))
         return {"notes": n_notes, "links": n_links}
 
@@ -582,8 +636,9 @@ def _note_dict(row: sqlite3.Row) -> dict[str, Any]:
     return {k: row[k] for k in ("note_id", "task_id", "project_id", "body", "author", "created_at")}
 
 
-def create_note(db: DB, *, body: str, task_id: str | None = None, project_id: str | None = None,
-                author: str | None = None) -> dict[str, Any]:
+def create_note(
+    db: DB, *, body: str, task_id: str | None = None, project_id: str | None = None, author: str | None = None
+) -> dict[str, Any]:
     ts = now()
     nid = new_id("note")
     with db.tx() as c:
@@ -656,8 +711,15 @@ def start_execution(db: DB, operation: str) -> dict[str, Any]:
         return _execution_dict(c.execute("SELECT * FROM executions WHERE execution_id = ?", (eid,)).fetchone())
 
 
-def record_execution(db: DB, execution_id: str, *, event: Event | None = None, progress: dict[str, Any] | None = None,
-                     result: dict[str, Any] | None = None, error: dict[str, Any] | None = None) -> dict[str, Any]:
+def record_execution(
+    db: DB,
+    execution_id: str,
+    *,
+    event: Event | None = None,
+    progress: dict[str, Any] | None = None,
+    result: dict[str, Any] | None = None,
+    error: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Update a running execution: ``event`` moves it through the lifecycle table
     (``protocol/lifecycle.py``); terminal states are final (CORE §8.4.2), so a late update
     of a finished execution changes nothing."""
@@ -722,26 +784,60 @@ def require_tasks(db: DB, task_ids: list[str]) -> None:
 def seed_sample(db: DB) -> str:
     """Create the sample project 'Website launch' with five tasks, a link and notes. Returns its id."""
     today = date.today()
-    project = create_project(db, "Website launch", "Sample project created on first run. Explore it, change it or delete it "
-                                                   "(delete_project with cascade: true).")
+    project = create_project(
+        db,
+        "Website launch",
+        "Sample project created on first run. Explore it, change it or delete it (delete_project with cascade: true).",
+    )
     pid = project["project_id"]
     copy = create_task(
-        db, project_id=pid, title="Draft the landing page copy", status="in_progress", priority="high",
-        tags=["content", "website"], description="Hero section, three feature blurbs and a call to action.",
-        metadata={"estimate_hours": 3, "assignee": "alice", "due_date": (today + timedelta(days=7)).isoformat(),
-                  "labels": ["Q4 launch"]},
+        db,
+        project_id=pid,
+        title="Draft the landing page copy",
+        status="in_progress",
+        priority="high",
+        tags=["content", "website"],
+        description="Hero section, three feature blurbs and a call to action.",
+        metadata={
+            "estimate_hours": 3,
+            "assignee": "alice",
+            "due_date": (today + timedelta(days=7)).isoformat(),
+            "labels": ["Q4 launch"],
+        },
     )
-    create_task(db, project_id=pid, title="Set up the CI pipeline", status="done", priority="medium", tags=["infra"],
-                metadata={"estimate_hours": 2, "assignee": "bob"})
-    create_task(db, project_id=pid, title="Choose and register a domain name", priority="urgent", tags=["website"],
-                metadata={"due_date": (today + timedelta(days=2)).isoformat()})
+    create_task(
+        db,
+        project_id=pid,
+        title="Set up the CI pipeline",
+        status="done",
+        priority="medium",
+        tags=["infra"],
+        metadata={"estimate_hours": 2, "assignee": "bob"},
+    )
+    create_task(
+        db,
+        project_id=pid,
+        title="Choose and register a domain name",
+        priority="urgent",
+        tags=["website"],
+        metadata={"due_date": (today + timedelta(days=2)).isoformat()},
+    )
     announce = create_task(
-        db, project_id=pid, title="Write the launch announcement", status="blocked", priority="medium",
-        tags=["content", "marketing"], metadata={"estimate_hours": 1.5, "assignee": "alice"},
+        db,
+        project_id=pid,
+        title="Write the launch announcement",
+        status="blocked",
+        priority="medium",
+        tags=["content", "marketing"],
+        metadata={"estimate_hours": 1.5, "assignee": "alice"},
     )
     create_task(db, project_id=pid, title="Collect feedback from beta users", priority="low", tags=["research"])
     create_link(db, copy["task_id"], announce["task_id"], "blocks")
-    create_note(db, task_id=copy["task_id"], author="alice",
-                body="First draft shared with the team; waiting for feedback on the hero section.")
+    create_note(
+        db,
+        task_id=copy["task_id"],
+        author="alice",
+        body="First draft shared with the team; waiting for feedback on the hero section.",
+    )
     create_note(db, project_id=pid, author="bob", body="Launch target: end of next month. Keep scope small.")
     return pid

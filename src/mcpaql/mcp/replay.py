@@ -146,8 +146,14 @@ def serve_http(path: str, control: bool, port: int, json_response: bool, record:
 
 def argv_for(fixture: str | os.PathLike[str], control: bool = False, record: str | os.PathLike[str] | None = None) -> list[str]:
     """The command line that starts a replay server for ``fixture`` (for UpstreamSpec.from_argv)."""
-    return [sys.executable, "-m", "mcpaql.mcp.replay", str(fixture), *(["--control"] if control else []),
-            *(["--record", str(record)] if record else [])]
+    return [
+        sys.executable,
+        "-m",
+        "mcpaql.mcp.replay",
+        str(fixture),
+        *(["--control"] if control else []),
+        *(["--record", str(record)] if record else []),
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -74,8 +74,13 @@ def current_engine(source: Engine | EngineHolder) -> Engine:
     return source if isinstance(source, Engine) else source.engine
 
 
-def build_server(source: Engine | EngineHolder, *, transport: str = "mcp", session: Session | None = None,
-                 identify: Callable[[Any], str | None] | None = None) -> Server[Any]:
+def build_server(
+    source: Engine | EngineHolder,
+    *,
+    transport: str = "mcp",
+    session: Session | None = None,
+    identify: Callable[[Any], str | None] | None = None,
+) -> Server[Any]:
     """A low-level SDK ``Server`` serving ``source`` (an engine, or a holder that may rebuild it).
 
     ``session`` pins one mcpaql session to the whole server run (stdio, where the process is
@@ -91,8 +96,7 @@ def build_server(source: Engine | EngineHolder, *, transport: str = "mcp", sessi
 
     def tools_of(e: Engine) -> tuple[list[types.Tool], dict[str, Mapping[str, Any]]]:
         if surface.get("engine") is not e:  # converted once per engine, not per request
-            surface.update(engine=e, tools=[to_mcp_tool(t) for t in e.tools],
-                           schemas={t.name: t.input_schema for t in e.tools})
+            surface.update(engine=e, tools=[to_mcp_tool(t) for t in e.tools], schemas={t.name: t.input_schema for t in e.tools})
         return surface["tools"], surface["schemas"]
 
     binder = SessionBinder(engine, transport=transport, pinned=session, identify=identify)

@@ -43,8 +43,14 @@ class SessionBinder:
     closed by the transport when the run ends.
     """
 
-    def __init__(self, engine: Engine, *, transport: str = "mcp", pinned: Session | None = None,
-                 identify: Callable[[Any], str | None] | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        transport: str = "mcp",
+        pinned: Session | None = None,
+        identify: Callable[[Any], str | None] | None = None,
+    ) -> None:
         self.engine = engine
         self.transport = transport
         self.pinned = pinned

@@ -46,8 +46,11 @@ async def serve_stdio(engine: Engine | EngineHolder) -> None:
     server = build_server(engine, transport="stdio", session=session)
     sys.stdout.flush()  # anything buffered before we own the pipe must not land mid-stream
     try:  # the backend's lifespan brackets serving: opened first, closed after the last answer
-        async with lifespan_of(engine)(), claimed_stdio(line_limit(first.config.limits)) as (lines, writer), \
-                stdio_server(lines, writer) as (read_stream, write_stream):  # type: ignore[arg-type]
+        async with (
+            lifespan_of(engine)(),
+            claimed_stdio(line_limit(first.config.limits)) as (lines, writer),
+            stdio_server(lines, writer) as (read_stream, write_stream),
+        ):  # type: ignore[arg-type]
             try:
                 with contextlib.redirect_stdout(sys.stderr):  # stray print() in handlers goes to stderr
                     options = server.create_initialization_options(NotificationOptions(tools_changed=True))
@@ -136,8 +139,13 @@ def uvicorn_log_config(level: str = "warning") -> dict[str, Any]:
 
 
 async def serve_http_async(
-    engine: Engine | EngineHolder, *, host: str = "127.0.0.1", port: int = 8000, stateless: bool = False,
-    path: str = "/mcp", log_level: str = "warning",
+    engine: Engine | EngineHolder,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    stateless: bool = False,
+    path: str = "/mcp",
+    log_level: str = "warning",
 ) -> None:
     """Serve :func:`http_app` with uvicorn on the running event loop (beside other tasks that
     share the engine's state, such as a holder's upstreams or the approval page). The one place
@@ -148,17 +156,22 @@ async def serve_http_async(
     if host not in LOCAL_HOSTS:
         log.warning("serving on %s: reachable beyond this machine and without DNS-rebinding protection", host)
     app = http_app(engine, stateless=stateless, path=path, host=host)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_config=uvicorn_log_config(log_level),
-                                          log_level=log_level))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=host, port=port, log_config=uvicorn_log_config(log_level), log_level=log_level)
+    )
     await server.serve()
 
 
 def serve_http(
-    engine: Engine, host: str = "127.0.0.1", port: int = 8000, stateless: bool = False, *, path: str = "/mcp",
+    engine: Engine,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    stateless: bool = False,
+    *,
+    path: str = "/mcp",
     log_level: str = "warning",
 ) -> None:
     """Blocking form of :func:`serve_http_async` for scripts, until interrupted (quietly, as
     ``uvicorn.run`` was)."""
     with contextlib.suppress(KeyboardInterrupt):
-        run_served(lambda: serve_http_async(engine, host=host, port=port, stateless=stateless, path=path,
-                                            log_level=log_level))
+        run_served(lambda: serve_http_async(engine, host=host, port=port, stateless=stateless, path=path, log_level=log_level))

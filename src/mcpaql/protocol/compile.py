@@ -178,4 +178,3 @@ def _nullable(p: ParamSpec) -> bool:
     if t == "null" or (isinstance(t, list) and "null" in t):
         return True
     return any(isinstance(v, dict) and v.get("type") == "null" for v in s.get("anyOf") or ())
-

@@ -38,8 +38,7 @@ class Context:
         if self.progress_sink is not None:
             await self.progress_sink(progress, total, message)
 
-    def warn(self, code: str, message: str, details: dict[str, Any] | None = None,
-             severity: str | None = None) -> None:
+    def warn(self, code: str, message: str, details: dict[str, Any] | None = None, severity: str | None = None) -> None:
         """Attach a warning (WARN §3) to the success response of this call."""
         w: dict[str, Any] = {"code": code, "message": message}
         if details:

@@ -143,8 +143,7 @@ class Engine:
             "adapter": registry.adapter,
             "display_name": registry.display_name,
             "adapter_version": registry.version,
-            "endpoints": {fam: name for fam, name in self.tool_for_family.items()}
-            | ({"single": single} if single else {}),
+            "endpoints": {fam: name for fam, name in self.tool_for_family.items()} | ({"single": single} if single else {}),
             "capabilities": caps,
             "limits": self.config.limits.as_dict(),
             "concurrency": registry.concurrency,
@@ -159,8 +158,14 @@ class Engine:
         after this one's guards, capabilities, introspect queries and lifespan. Extensions that
         add operations or rewrite specs need the unfrozen registry: give them to the Adapter."""
         carried = Extension("engine", introspect_queries=self.introspect_queries)
-        return Engine(self.registry, self.config, capabilities=dict(self.capabilities), guards=self.guards,
-                      extensions=[carried, *extensions], lifespan=self.lifespan)
+        return Engine(
+            self.registry,
+            self.config,
+            capabilities=dict(self.capabilities),
+            guards=self.guards,
+            extensions=[carried, *extensions],
+            lifespan=self.lifespan,
+        )
 
     # ---- sessions --------------------------------------------------------------------------
 
@@ -211,8 +216,7 @@ class Engine:
         if not isinstance(request, dict):
             raise MCPAQLError(
                 "VALIDATION_ERROR",
-                "Request must be a JSON object such as {\"operation\": \"introspect\", "
-                "\"params\": {\"query\": \"operations\"}}",
+                'Request must be a JSON object such as {"operation": "introspect", "params": {"query": "operations"}}',
             )
         has_nul = check_payload(request, self.config.limits)
         if "operations" in request and request.get("operation", BATCH_OPERATION) == BATCH_OPERATION:
@@ -290,4 +294,3 @@ class Engine:
 
     def compiled(self, name: str) -> CompiledOperation | None:
         return self._compiled.get(name)
-

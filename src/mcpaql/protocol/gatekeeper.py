@@ -13,9 +13,7 @@ from .errors import MCPAQLError
 from .operations import OperationSpec
 
 
-def check_endpoint(
-    op: OperationSpec, family: str | None, tool_for_family: Mapping[str, str], this_tool: str
-) -> None:
+def check_endpoint(op: OperationSpec, family: str | None, tool_for_family: Mapping[str, str], this_tool: str) -> None:
     if family is None or op.family == family:
         return
     right = tool_for_family.get(op.family, op.family)

@@ -121,5 +121,3 @@ def lifecycle_info(*, cancel: bool, retry: bool, progress: bool) -> dict[str, An
         "supports_retry": retry and (any(e is Event.RETRY for (_, e) in TRANSITIONS) or bool(RETRY_AS_NEW)),
         "progress_reporting": progress,
     }
-
-

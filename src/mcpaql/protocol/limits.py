@@ -41,9 +41,7 @@ def decode_raw(raw: bytes | str, limits: Limits) -> Any:
         raise MCPAQLError("VALIDATION_ERROR", "Request is not valid JSON") from None
     except RecursionError:
         # The C scanner recurses per nesting level: far deeper than any allowed depth.
-        raise payload_too_large(
-            "nesting_depth", limits.max_nesting_depth, _raw_depth(text), "levels"
-        ) from None
+        raise payload_too_large("nesting_depth", limits.max_nesting_depth, _raw_depth(text), "levels") from None
 
 
 def _raw_depth(text: str) -> int:

@@ -47,9 +47,7 @@ class ParamSpec:
         return self.map_to or self.name
 
     def info(self) -> dict[str, Any]:
-        return parameter_info(
-            self.name, self.schema, self.required, self.description, self.default, self.sensitive
-        )
+        return parameter_info(self.name, self.schema, self.required, self.description, self.default, self.sensitive)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +127,7 @@ class OperationSpec:
         upstream it forwards to says so (``destructiveHint: true`` on a wrapped tool): a CREATE
         that overwrites (excel's ``write_range``) is destructive too."""
         upstream = self.extensions.get("annotations") or {}
-        return (self.category.destructive or self.danger_level in _DESTRUCTIVE_DANGER
-                or upstream.get("destructiveHint") is True)
+        return self.category.destructive or self.danger_level in _DESTRUCTIVE_DANGER or upstream.get("destructiveHint") is True
 
     @property
     def idempotent(self) -> bool:

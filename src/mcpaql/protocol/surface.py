@@ -134,8 +134,7 @@ def _family_description(registry: Registry, family: str, ops: list[OperationSpec
 def _single_description(registry: Registry, ops: list[OperationSpec]) -> str:
     lines = [
         f"MCP-AQL {registry.display_name} adapter. All operations through unified entry point.",
-        "Operations are automatically routed based on their documented semantic category and "
-        "endpoint-family mapping.",
+        "Operations are automatically routed based on their documented semantic category and endpoint-family mapping.",
     ]
     cat_lines = ["Supported operation categories:"]
     for cat in Category:
@@ -155,8 +154,9 @@ PREFIX_ADVISED_MAX = 19  # MCPI §6.4 (REQ-MCP-023): a prefix SHOULD be short, u
 @functools.cache
 def _warn_long_prefix(prefix: str) -> None:
     """Once per prefix: every tool name (and so every description that names a tool) pays for it."""
-    log.warning("tool prefix '%s' is %d characters; MCPI §6.4 advises a short prefix (under 20) naming the domain",
-                prefix, len(prefix))
+    log.warning(
+        "tool prefix '%s' is %d characters; MCPI §6.4 advises a short prefix (under 20) naming the domain", prefix, len(prefix)
+    )
 
 
 def build_surface(registry: Registry, config: Config, ops: list[OperationSpec]) -> list[ToolDef]:

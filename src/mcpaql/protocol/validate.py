@@ -22,8 +22,7 @@ Checker = Callable[[Any, str], Any]
 
 _PY_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
-    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool))
-    or (isinstance(v, float) and v.is_integer()),
+    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
     "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
     "object": lambda v: isinstance(v, dict),
@@ -201,8 +200,7 @@ def _numeric_steps(s: dict[str, Any]) -> list[Checker]:
         bound = s.get(key)
         if isinstance(bound, int | float) and not isinstance(bound, bool):
 
-            def step(v: Any, path: str, bound: float = bound, op: Any = op, words: str = words,
-                     key: str = key) -> Any:
+            def step(v: Any, path: str, bound: float = bound, op: Any = op, words: str = words, key: str = key) -> Any:
                 if isinstance(v, int | float) and not isinstance(v, bool) and not op(v, bound):
                     raise invalid_value(path, key, words.format(f"'{bound}'") + f", got '{v}'", **{key: bound})
                 return v
@@ -292,8 +290,11 @@ def _object_step(s: dict[str, Any], closed: bool, memo: Memo) -> Checker | None:
     is_closed = addl is False or (closed and addl is None and bool(props))
     prop_checks = {k: compile_schema(v, closed, memo) for k, v in props.items() if isinstance(v, dict)}
     addl_check = compile_schema(addl, closed, memo) if isinstance(addl, dict) and addl else None
-    patterns = [(rx, compile_schema(ps, closed, memo)) for pat, ps in (s.get("patternProperties") or {}).items()
-                if isinstance(ps, dict) and (rx := _regex(pat)) is not None]
+    patterns = [
+        (rx, compile_schema(ps, closed, memo))
+        for pat, ps in (s.get("patternProperties") or {}).items()
+        if isinstance(ps, dict) and (rx := _regex(pat)) is not None
+    ]
     if not (prop_checks or required or is_closed or addl_check or patterns):
         return None
     known = sorted(props)

@@ -51,8 +51,15 @@ class ApprovalPageError(Exception):
 
 
 class ApprovalPage:
-    def __init__(self, challenges: Challenges, loop: SafetyLoop | None = None, *, host: str = "127.0.0.1",
-                 port: int = 0, admin_key: str | None = None) -> None:
+    def __init__(
+        self,
+        challenges: Challenges,
+        loop: SafetyLoop | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        admin_key: str | None = None,
+    ) -> None:
         if host not in ("127.0.0.1", "::1", "localhost"):
             raise ValueError("the approval page binds to loopback only")
         self.challenges = challenges
@@ -62,12 +69,14 @@ class ApprovalPage:
         self.key = admin_key or secrets.token_urlsafe(24)
         self._server: Any = None
         self._task: asyncio.Task[None] | None = None
-        self.app = Starlette(routes=[
-            Route("/", self.index, methods=["GET"]),
-            Route("/api/state", self.state, methods=["GET"]),
-            Route("/unblock", self.unblock, methods=["POST"]),
-            Route("/approve", self.approve, methods=["POST"]),
-        ])
+        self.app = Starlette(
+            routes=[
+                Route("/", self.index, methods=["GET"]),
+                Route("/api/state", self.state, methods=["GET"]),
+                Route("/unblock", self.unblock, methods=["POST"]),
+                Route("/approve", self.approve, methods=["POST"]),
+            ]
+        )
 
     @property
     def origin(self) -> str:
@@ -100,15 +109,26 @@ class ApprovalPage:
         blocks = await self.challenges.store.scan(NS_BLOCK)
         return {
             "challenges": [
-                {"id": c["id"], "agent": c["agent"], "kind": c["kind"], "action": c.get("action", ""),
-                 "reason": c.get("reason", ""), "expires_at": c.get("expires_iso"),
-                 "code": c.get("code") or "",  # codes exist only in the issuing process (never in the store)
-                 "expires_in": max(0, int(c.get("expires_at", 0) - time.time()))}
+                {
+                    "id": c["id"],
+                    "agent": c["agent"],
+                    "kind": c["kind"],
+                    "action": c.get("action", ""),
+                    "reason": c.get("reason", ""),
+                    "expires_at": c.get("expires_iso"),
+                    "code": c.get("code") or "",  # codes exist only in the issuing process (never in the store)
+                    "expires_in": max(0, int(c.get("expires_at", 0) - time.time())),
+                }
                 for c in pending
             ],
             "blocked_agents": [
-                {"agent": b["agent"], "reason": b.get("reason"), "action": b.get("action"),
-                 "blocked_at": b.get("blocked_at"), "challenge_id": b.get("challenge_id")}
+                {
+                    "agent": b["agent"],
+                    "reason": b.get("reason"),
+                    "action": b.get("action"),
+                    "blocked_at": b.get("blocked_at"),
+                    "challenge_id": b.get("challenge_id"),
+                }
                 for b in sorted(blocks, key=lambda b: b.get("blocked_at", ""))
             ],
         }
@@ -124,21 +144,27 @@ class ApprovalPage:
         d = await self._data()
         e = html.escape
         key = e(self.key)
-        rows = "".join(
-            f"<tr class='kind-{e(c['kind'])}' data-challenge='{e(c['id'])}'><td>{e(c['agent'])}</td><td>{e(c['kind'])}</td>"
-            f"<td>{e(c['action'])}</td><td>{e(c['reason'])}</td><td><span class='code'>{e(c['code'])}</span></td>"
-            f"<td>{c['expires_in']} s</td><td><code>{e(c['id'])}</code></td><td><form method='post' action='/approve'>"
-            f"<input type='hidden' name='key' value='{key}'><input type='hidden' name='challenge_id' "
-            f"value='{e(c['id'])}'><button>Approve</button></form></td></tr>"
-            for c in d["challenges"]
-        ) or "<tr><td colspan='8' class='empty'>No pending challenges</td></tr>"
-        blocked = "".join(
-            f"<tr data-agent='{e(b['agent'])}'><td>{e(b['agent'])}</td><td>{e(str(b['reason']))}</td>"
-            f"<td>{e(str(b['action']))}</td><td>{e(str(b['blocked_at']))}</td><td><form method='post' action='/unblock'>"
-            f"<input type='hidden' name='key' value='{key}'><input type='hidden' name='agent' value='{e(b['agent'])}'>"
-            f"<button>Unblock</button></form></td></tr>"
-            for b in d["blocked_agents"]
-        ) or "<tr><td colspan='5' class='empty'>No blocked agents</td></tr>"
+        rows = (
+            "".join(
+                f"<tr class='kind-{e(c['kind'])}' data-challenge='{e(c['id'])}'><td>{e(c['agent'])}</td><td>{e(c['kind'])}</td>"
+                f"<td>{e(c['action'])}</td><td>{e(c['reason'])}</td><td><span class='code'>{e(c['code'])}</span></td>"
+                f"<td>{c['expires_in']} s</td><td><code>{e(c['id'])}</code></td><td><form method='post' action='/approve'>"
+                f"<input type='hidden' name='key' value='{key}'><input type='hidden' name='challenge_id' "
+                f"value='{e(c['id'])}'><button>Approve</button></form></td></tr>"
+                for c in d["challenges"]
+            )
+            or "<tr><td colspan='8' class='empty'>No pending challenges</td></tr>"
+        )
+        blocked = (
+            "".join(
+                f"<tr data-agent='{e(b['agent'])}'><td>{e(b['agent'])}</td><td>{e(str(b['reason']))}</td>"
+                f"<td>{e(str(b['action']))}</td><td>{e(str(b['blocked_at']))}</td><td><form method='post' action='/unblock'>"
+                f"<input type='hidden' name='key' value='{key}'><input type='hidden' name='agent' value='{e(b['agent'])}'>"
+                f"<button>Unblock</button></form></td></tr>"
+                for b in d["blocked_agents"]
+            )
+            or "<tr><td colspan='5' class='empty'>No blocked agents</td></tr>"
+        )
         body = (
             "<!doctype html><html><head><meta charset='utf-8'><meta http-equiv='refresh' content='5'>"
             f"<title>mcpaql approvals</title><style>{_CSS}</style></head><body>"
@@ -149,9 +175,14 @@ class ApprovalPage:
             f"{rows}</table><h2>Blocked agents</h2><table id='blocked'><tr><th>Agent</th><th>Reason</th>"
             f"<th>Action</th><th>Blocked at</th><th></th></tr>{blocked}</table></body></html>"
         )
-        resp = HTMLResponse(body, headers={"Cache-Control": "no-store", "X-Frame-Options": "DENY",
-                                           "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
-                                                                      "form-action 'self'"})
+        resp = HTMLResponse(
+            body,
+            headers={
+                "Cache-Control": "no-store",
+                "X-Frame-Options": "DENY",
+                "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+            },
+        )
         resp.headers["Referrer-Policy"] = "same-origin"  # "no-referrer" would make our own form's Origin "null"
         resp.set_cookie(self.cookie, self.key, httponly=True, samesite="strict")
         return resp
@@ -159,8 +190,9 @@ class ApprovalPage:
     async def _form(self, request: Request) -> dict[str, str] | None:
         origin = request.headers.get("origin")
         site = request.headers.get("sec-fetch-site")
-        if (origin is not None and origin not in {f"http://{h}:{self.port}" for h in _HOST_NAMES}) or \
-                (site is not None and site != "same-origin"):
+        if (origin is not None and origin not in {f"http://{h}:{self.port}" for h in _HOST_NAMES}) or (
+            site is not None and site != "same-origin"
+        ):
             return None  # a cross-site form post (CSRF), even if it guessed nothing else
         form = await request.form()
         data = {k: str(v) for k, v in form.items()}
@@ -196,8 +228,10 @@ class ApprovalPage:
             sock.bind((self.host, self.port))
         except OSError as e:
             sock.close()
-            raise ApprovalPageError(f"the approval page cannot listen on {self.host}:{self.port}: "
-                                    f"{e.strerror or e} (choose another --approval-port, or 0 for any)") from None
+            raise ApprovalPageError(
+                f"the approval page cannot listen on {self.host}:{self.port}: "
+                f"{e.strerror or e} (choose another --approval-port, or 0 for any)"
+            ) from None
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)

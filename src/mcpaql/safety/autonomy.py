@@ -29,25 +29,37 @@ from .danger import DangerLevel, pattern_level
 TOLERANCE = {"conservative": 25, "moderate": 50, "aggressive": 75}
 TIERS = (("advisory", 30), ("confirm", 60), ("verify", 85), ("danger_zone", 100))
 
-DEFAULT_DENY = ("rm -rf*", "drop_*", "drop table*", "drop database*", "delete_all*", "truncate *", "mkfs*",
-                "*_production*")
+DEFAULT_DENY = ("rm -rf*", "drop_*", "drop table*", "drop database*", "delete_all*", "truncate *", "mkfs*", "*_production*")
 DEFAULT_REQUIRES_APPROVAL = ("delete_*", "*--force*", "*force push*", "deploy_*", "git push*")
 DEFAULT_AUTO_APPROVE = ("read_*", "list_*", "get_*", "search_*")
 
 # Stage 4 heuristics: (regex over the lowercased hint, risk score, factor). Highest wins.
 RISK_RULES: tuple[tuple[str, int, str], ...] = (
-    (r"\brm\s+-[a-z]*r[a-z]*f|\bdrop\s+(table|database|schema)\b|\btruncate\b|\bmkfs\b|\bwipe\b|\bdestroy\b"
-     r"|\bdelete\s+(all|every)\b|\bfactory\s+reset\b", 92, "irreversible bulk destruction"),
+    (
+        r"\brm\s+-[a-z]*r[a-z]*f|\bdrop\s+(table|database|schema)\b|\btruncate\b|\bmkfs\b|\bwipe\b|\bdestroy\b"
+        r"|\bdelete\s+(all|every)\b|\bfactory\s+reset\b",
+        92,
+        "irreversible bulk destruction",
+    ),
     (r"\bproduction\b|\bprod\b", 88, "targets production"),
-    (r"--force\b|\bforce[- ]push\b|\bpush\s+(-f|--force)\b|\bbulk\s+delete\b|\bpurge\b|\bbypass\b|\boverride\b"
-     r"|\bwithout\s+backup\b|\bchmod\s+777\b|\bsudo\b", 72, "bypasses safety or affects many resources"),
-    (r"\bdelete\b|\bdeleting\b|\bremove\b|\bremoving\b|\brm\b|\boverwrit|\breset\b|\bdrop\b|\bkill\b", 50,
-     "removes or overwrites data"),
-    (r"\bwrite\b|\bwriting\b|\bcreate\b|\bupdate\b|\binstall\b|\bsend\b|\bsending\b|\bpost\b|\bpush\b|\bdeploy\b"
-     r"|\bexecut|\brun\b|\brunning\b|\bmodif|\bmove\b|\bcommit\b|\bemail\b|\bmessage\b", 25,
-     "changes state or has external effects"),
-    (r"\bread\b|\breading\b|\blist\b|\bget\b|\bsearch\b|\bview\b|\bcat\b|\bls\b|\binspect\b|\bcheck\b", 5,
-     "reads only"),
+    (
+        r"--force\b|\bforce[- ]push\b|\bpush\s+(-f|--force)\b|\bbulk\s+delete\b|\bpurge\b|\bbypass\b|\boverride\b"
+        r"|\bwithout\s+backup\b|\bchmod\s+777\b|\bsudo\b",
+        72,
+        "bypasses safety or affects many resources",
+    ),
+    (
+        r"\bdelete\b|\bdeleting\b|\bremove\b|\bremoving\b|\brm\b|\boverwrit|\breset\b|\bdrop\b|\bkill\b",
+        50,
+        "removes or overwrites data",
+    ),
+    (
+        r"\bwrite\b|\bwriting\b|\bcreate\b|\bupdate\b|\binstall\b|\bsend\b|\bsending\b|\bpost\b|\bpush\b|\bdeploy\b"
+        r"|\bexecut|\brun\b|\brunning\b|\bmodif|\bmove\b|\bcommit\b|\bemail\b|\bmessage\b",
+        25,
+        "changes state or has external effects",
+    ),
+    (r"\bread\b|\breading\b|\blist\b|\bget\b|\bsearch\b|\bview\b|\bcat\b|\bls\b|\binspect\b|\bcheck\b", 5, "reads only"),
 )
 _COMPILED = tuple((re.compile(rx), score, why) for rx, score, why in RISK_RULES)
 _WORD_STARTS = re.compile(r"(?:(?<=\s)|^)\S")
@@ -78,20 +90,29 @@ class AutonomyConfig:
         over = self.agents.get(agent)
         if not over:
             return self
-        base = {k: getattr(self, k) for k in ("max_autonomous_steps", "risk_tolerance", "deny", "requires_approval",
-                                              "auto_approve")}
+        base = {
+            k: getattr(self, k) for k in ("max_autonomous_steps", "risk_tolerance", "deny", "requires_approval", "auto_approve")
+        }
         base.update(_normalize(over))
         base.pop("agents", None)
         return AutonomyConfig(**base)
 
     def describe(self) -> dict[str, Any]:
-        return {"max_autonomous_steps": self.max_autonomous_steps, "risk_tolerance": self.risk_tolerance,
-                "deny": list(self.deny), "requires_approval": list(self.requires_approval),
-                "auto_approve": list(self.auto_approve)}
+        return {
+            "max_autonomous_steps": self.max_autonomous_steps,
+            "risk_tolerance": self.risk_tolerance,
+            "deny": list(self.deny),
+            "requires_approval": list(self.requires_approval),
+            "auto_approve": list(self.auto_approve),
+        }
 
 
-_ALIAS = {"maxAutonomousSteps": "max_autonomous_steps", "riskTolerance": "risk_tolerance",
-          "requiresApproval": "requires_approval", "autoApprove": "auto_approve"}
+_ALIAS = {
+    "maxAutonomousSteps": "max_autonomous_steps",
+    "riskTolerance": "risk_tolerance",
+    "requiresApproval": "requires_approval",
+    "autoApprove": "auto_approve",
+}
 
 
 def _normalize(d: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +141,7 @@ class Verdict:
 
 def _parts(hint: str) -> list[str]:
     h = hint.strip()
-    return [h[m.start():] for m in _WORD_STARTS.finditer(h)] or [h]
+    return [h[m.start() :] for m in _WORD_STARTS.finditer(h)] or [h]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -175,22 +196,44 @@ def evaluate(hint: str, outcome: str | None, step: int, cfg: AutonomyConfig) -> 
     factors: list[str] = []
     # Stage 1 — step limit
     if step > cfg.max_autonomous_steps:
-        return Verdict(False, (f"Step {step} exceeds max_autonomous_steps={cfg.max_autonomous_steps}",),
-                       "step_limit", "Step limit exceeded", stage=1)
+        return Verdict(
+            False,
+            (f"Step {step} exceeds max_autonomous_steps={cfg.max_autonomous_steps}",),
+            "step_limit",
+            "Step limit exceeded",
+            stage=1,
+        )
     factors.append(f"Step {step} of {cfg.max_autonomous_steps}")
     # Stage 2 — previous outcome
     if outcome == "failure":
-        return Verdict(False, (*factors, "Previous step reported failure"), "failure",
-                       "Previous step failed; report the failure before retrying", stage=2)
+        return Verdict(
+            False,
+            (*factors, "Previous step reported failure"),
+            "failure",
+            "Previous step failed; report the failure before retrying",
+            stage=2,
+        )
     # Stage 3 — action patterns (deny > requires_approval > auto_approve)
     pat = _match_any(cfg.deny, hint, anywhere=True)
     if pat:
-        return Verdict(False, (*factors, f"Pattern match: {pat} is denied"), "deny",
-                       f"Action matches deny pattern '{pat}'", 100, "danger_zone", 3)
+        return Verdict(
+            False,
+            (*factors, f"Pattern match: {pat} is denied"),
+            "deny",
+            f"Action matches deny pattern '{pat}'",
+            100,
+            "danger_zone",
+            3,
+        )
     pat = _match_any(cfg.requires_approval, hint, anywhere=True)
     if pat:
-        return Verdict(False, (*factors, f"Pattern match: {pat} requires approval"), "approval",
-                       f"Action requires approval: matches '{pat}'", stage=3)
+        return Verdict(
+            False,
+            (*factors, f"Pattern match: {pat} requires approval"),
+            "approval",
+            f"Action requires approval: matches '{pat}'",
+            stage=3,
+        )
     pat = _match_any(cfg.auto_approve, hint, anywhere=False)
     if pat:
         return Verdict(True, (*factors, f"Pattern match: {pat} is auto-approved"), None, None, 0, "advisory", 3)
@@ -199,13 +242,23 @@ def evaluate(hint: str, outcome: str | None, step: int, cfg: AutonomyConfig) -> 
     tier = tier_for(score)
     factors.append(f"Risk score {score} ({why}) → tier {tier}")
     if tier != "advisory":
-        reason = {"confirm": "Action needs human review", "verify": "Action needs out-of-band verification",
-                  "danger_zone": "Action is in the danger zone"}[tier]
+        reason = {
+            "confirm": "Action needs human review",
+            "verify": "Action needs out-of-band verification",
+            "danger_zone": "Action is in the danger zone",
+        }[tier]
         return Verdict(False, tuple(factors), tier, reason, score, tier, 4)
     # Stage 5 — risk tolerance
     threshold = TOLERANCE[cfg.risk_tolerance]
     if score > threshold:
-        return Verdict(False, (*factors, f"Risk {score} exceeds {cfg.risk_tolerance} tolerance {threshold}"),
-                       "tolerance", f"Risk above {cfg.risk_tolerance} tolerance", score, tier, 5)
+        return Verdict(
+            False,
+            (*factors, f"Risk {score} exceeds {cfg.risk_tolerance} tolerance {threshold}"),
+            "tolerance",
+            f"Risk above {cfg.risk_tolerance} tolerance",
+            score,
+            tier,
+            5,
+        )
     factors.append(f"Risk {score} within {cfg.risk_tolerance} tolerance {threshold}")
     return Verdict(True, tuple(factors), None, None, score, tier, 5)

@@ -47,8 +47,9 @@ class ConfirmationRequired(MCPAQLError):
     """``CONFIRMATION_REQUIRED`` carrying the schema-valid top-level ``confirmation`` object
     that :func:`mcpaql.protocol.envelope.failure` mirrors next to ``error`` (Part F #7)."""
 
-    def __init__(self, message: str, details: dict[str, Any], confirmation: dict[str, Any],
-                 code: str = "CONFIRMATION_REQUIRED") -> None:
+    def __init__(
+        self, message: str, details: dict[str, Any], confirmation: dict[str, Any], code: str = "CONFIRMATION_REQUIRED"
+    ) -> None:
         super().__init__(code, message, details)
         self.confirmation = confirmation
 
@@ -56,7 +57,10 @@ class ConfirmationRequired(MCPAQLError):
 def params_hash(operation: str, params: dict[str, Any]) -> str:
     canon = json.dumps(
         {"operation": operation, "params": {k: v for k, v in params.items() if not k.startswith("_")}},
-        sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
     )
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()
 
@@ -65,7 +69,7 @@ def split_token(token: Any, prefix: str) -> tuple[str, str] | None:
     """``(token_id, secret)`` of a well-formed token with ``prefix`` (``conf_``), else None."""
     if not isinstance(token, str) or not TOKEN_RE.match(token) or not token.startswith(prefix):
         return None
-    body = token[len(prefix):]
+    body = token[len(prefix) :]
     if len(body) != ID_CHARS + SECRET_CHARS:
         return None
     return prefix + body[:ID_CHARS], body[ID_CHARS:]
@@ -167,12 +171,18 @@ class ConfirmationService:
             "context": context or {},
         }
         await self.store.put(NS_TOKEN, tid, record, purge_at=expires + PURGE_GRACE)
-        await self.audit("TOKEN_ISSUED", token_id=tid, operation=operation, outcome="success",
-                         client_context={"identity": identity, "session_id": session_id})
+        await self.audit(
+            "TOKEN_ISSUED",
+            token_id=tid,
+            operation=operation,
+            outcome="success",
+            client_context={"identity": identity, "session_id": session_id},
+        )
         return Issued(tid + secret, tid, expires)
 
-    async def redeem(self, kind: str, token: Any, operation: str, params: dict[str, Any], identity: str,
-                     session_id: str | None) -> dict[str, Any]:
+    async def redeem(
+        self, kind: str, token: Any, operation: str, params: dict[str, Any], identity: str, session_id: str | None
+    ) -> dict[str, Any]:
         """Validate and consume ``token`` for this exact call by this caller, or raise ``TOKEN_*``.
 
         Rejections count against the caller's identity (30 a minute), never against the
@@ -183,8 +193,13 @@ class ConfirmationService:
             raise MCPAQLError(
                 "RATE_LIMIT_EXCEEDED",
                 "Too many rejected confirmation tokens from this caller; try again later",
-                {"limit": self.max_failures, "remaining": 0, "window": "minute", "resets_at": iso(fails.resets_at),
-                 "retry_after_seconds": fails.retry_after()},
+                {
+                    "limit": self.max_failures,
+                    "remaining": 0,
+                    "window": "minute",
+                    "resets_at": iso(fails.resets_at),
+                    "retry_after_seconds": fails.retry_after(),
+                },
             )
         parts = split_token(token, prefix)
         if parts is None:
@@ -192,8 +207,13 @@ class ConfirmationService:
             raise MCPAQLError("TOKEN_INVALID", "Confirmation token is invalid", None)
         tid, secret = parts
         rec = await self.store.get(NS_TOKEN, tid)
-        if (rec is None or rec.get("type") != kind or not opens(rec.get("secret"), secret)
-                or rec.get("identity") != identity or rec.get("session_id") not in (None, session_id)):
+        if (
+            rec is None
+            or rec.get("type") != kind
+            or not opens(rec.get("secret"), secret)
+            or rec.get("identity") != identity
+            or rec.get("session_id") not in (None, session_id)
+        ):
             await self._reject(tid, operation, identity, session_id, "unknown")
             raise MCPAQLError("TOKEN_INVALID", "Confirmation token is invalid", {"token_id": tid})
         if (
@@ -214,15 +234,25 @@ class ConfirmationService:
             raise MCPAQLError(
                 "TOKEN_EXPIRED",
                 "Confirmation token has expired",
-                {"token_id": tid, "expired_at": iso(expires) if isinstance(expires, int | float) else None,
-                 "current_time": iso(now)},
+                {
+                    "token_id": tid,
+                    "expired_at": iso(expires) if isinstance(expires, int | float) else None,
+                    "current_time": iso(now),
+                },
             )
-        if rec.get("consumed") or await self.store.cas(NS_TOKEN, tid, {"consumed": False},
-                                                       {"consumed": True, "consumed_at": iso(now)}) is None:
+        if (
+            rec.get("consumed")
+            or await self.store.cas(NS_TOKEN, tid, {"consumed": False}, {"consumed": True, "consumed_at": iso(now)}) is None
+        ):
             await self._reject(tid, operation, identity, session_id, "already_used")
             raise MCPAQLError("TOKEN_ALREADY_USED", "Confirmation token has already been used", {"token_id": tid})
-        await self.audit("TOKEN_VALIDATED", token_id=tid, operation=operation, outcome="success",
-                         client_context={"identity": identity, "session_id": session_id})
+        await self.audit(
+            "TOKEN_VALIDATED",
+            token_id=tid,
+            operation=operation,
+            outcome="success",
+            client_context={"identity": identity, "session_id": session_id},
+        )
         return rec
 
     async def revoke(self, token: str, identity: str, session_id: str | None = None) -> bool:
@@ -231,8 +261,13 @@ class ConfirmationService:
         if rec is None or rec.get("identity") != identity or rec.get("session_id") not in (None, session_id):
             return False
         await self.store.delete(NS_TOKEN, tid)
-        await self.audit("TOKEN_REVOKED", token_id=tid, operation=rec.get("operation"), outcome="success",
-                         client_context={"identity": identity, "session_id": session_id})
+        await self.audit(
+            "TOKEN_REVOKED",
+            token_id=tid,
+            operation=rec.get("operation"),
+            outcome="success",
+            client_context={"identity": identity, "session_id": session_id},
+        )
         return True
 
     async def revoke_session(self, session_id: str) -> int:
@@ -241,16 +276,26 @@ class ConfirmationService:
         for rec in await self.store.scan(NS_TOKEN, {"session_id": session_id}):
             if await self.store.delete(NS_TOKEN, rec["id"]):
                 n += 1
-                await self.audit("TOKEN_REVOKED", token_id=rec["id"], operation=rec.get("operation"),
-                                 outcome="success", failure_reason="session_closed",
-                                 client_context={"session_id": session_id})
+                await self.audit(
+                    "TOKEN_REVOKED",
+                    token_id=rec["id"],
+                    operation=rec.get("operation"),
+                    outcome="success",
+                    failure_reason="session_closed",
+                    client_context={"session_id": session_id},
+                )
         return n
 
     def _fail_key(self, identity: str) -> str:
         return f"tokfail:{self.adapter}:{identity}"
 
-    async def _reject(self, tid: str | None, operation: str, identity: str, session_id: str | None,
-                      reason: str) -> None:
+    async def _reject(self, tid: str | None, operation: str, identity: str, session_id: str | None, reason: str) -> None:
         await self.store.incr_window(self._fail_key(identity), 60)
-        await self.audit("TOKEN_REJECTED", token_id=tid, operation=operation, outcome="failure",
-                         failure_reason=reason, client_context={"identity": identity, "session_id": session_id})
+        await self.audit(
+            "TOKEN_REJECTED",
+            token_id=tid,
+            operation=operation,
+            outcome="failure",
+            failure_reason=reason,
+            client_context={"identity": identity, "session_id": session_id},
+        )

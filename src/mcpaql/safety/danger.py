@@ -70,13 +70,16 @@ class TrustLevel(IntEnum):
             v = _SCHEMA_TRUST.get(v, v)
             if v.upper() in cls.__members__:
                 return cls[v.upper()]
-        raise ValueError(
-            f"unknown trust level {value!r}: use untested, generated, validated, community_reviewed or certified"
-        )
+        raise ValueError(f"unknown trust level {value!r}: use untested, generated, validated, community_reviewed or certified")
 
 
-_SCHEMA_TRUST = {"untrusted": "untested", "low": "generated", "medium": "validated", "high": "community_reviewed",
-                 "verified": "certified"}
+_SCHEMA_TRUST = {
+    "untrusted": "untested",
+    "low": "generated",
+    "medium": "validated",
+    "high": "community_reviewed",
+    "verified": "certified",
+}
 
 CATEGORY_DEFAULT: dict[Category, DangerLevel] = {
     Category.READ: DangerLevel.SAFE,
@@ -87,8 +90,7 @@ CATEGORY_DEFAULT: dict[Category, DangerLevel] = {
 }
 
 DANGER_PATTERNS: dict[DangerLevel, tuple[str, ...]] = {
-    DangerLevel.DANGEROUS: ("force_*", "*_permanently", "bulk_delete*", "override_*", "bypass_*", "*_without_backup",
-                            "purge_*"),
+    DangerLevel.DANGEROUS: ("force_*", "*_permanently", "bulk_delete*", "override_*", "bypass_*", "*_without_backup", "purge_*"),
     DangerLevel.FORBIDDEN: ("drop_*", "delete_all*", "truncate_*", "reset_*", "destroy_*", "wipe_*", "*_production"),
 }
 SAFE_PATTERNS: tuple[str, ...] = ("get_*", "list_*", "search_*", "count_*", "check_*", "introspect*")

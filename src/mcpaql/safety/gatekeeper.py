@@ -138,18 +138,40 @@ class Gatekeeper:
             ttl = self.tokens.forbidden_ttl if danger.level is DangerLevel.FORBIDDEN else None
             reasons = list(danger.reasons) or [f"{spec.category.value} operation classified {danger.level.label}"]
             msg = danger.message(spec.name, values)
-            issued = await self.tokens.issue("confirmation", spec.name, values, identity, bound_session, ttl=ttl,
-                                             context={"danger_level": danger.level.label, "reasons": reasons})
-            await self.audit("CONFIRMATION_REQUIRED", operation=spec.name, endpoint=spec.family, result="denied",
-                             reason=source, token_id=issued.token_id, adapter_trust=self.trust.label,
-                             danger_level=int(danger.level), session_id=ctx.session.id, identity=identity)
+            issued = await self.tokens.issue(
+                "confirmation",
+                spec.name,
+                values,
+                identity,
+                bound_session,
+                ttl=ttl,
+                context={"danger_level": danger.level.label, "reasons": reasons},
+            )
+            await self.audit(
+                "CONFIRMATION_REQUIRED",
+                operation=spec.name,
+                endpoint=spec.family,
+                result="denied",
+                reason=source,
+                token_id=issued.token_id,
+                adapter_trust=self.trust.label,
+                danger_level=int(danger.level),
+                session_id=ctx.session.id,
+                identity=identity,
+            )
             if self.loop is not None:
                 await self.loop.note_permission_pending(identity, spec.name, danger.level.label, msg)
             raise ConfirmationRequired(
                 "This operation requires confirmation: resend the same request with "
                 "params._confirmation set to the confirmation_token",
-                {"operation": spec.name, "danger_level": danger.level.label, "reasons": reasons,
-                 "confirmation_message": msg, "confirmation_token": issued.token, "expires_at": issued.expires_iso},
+                {
+                    "operation": spec.name,
+                    "danger_level": danger.level.label,
+                    "reasons": reasons,
+                    "confirmation_message": msg,
+                    "confirmation_token": issued.token,
+                    "expires_at": issued.expires_iso,
+                },
                 {"token": issued.token, "expires_at": issued.expires_iso, "message": msg, "reasons": reasons},
             )
         try:
@@ -157,9 +179,17 @@ class Gatekeeper:
         except MCPAQLError:
             await self._log(spec.name, spec.family, danger, "denied", "token_rejected", values, ctx)
             raise
-        await self.audit("CONFIRMATION_GRANTED", operation=spec.name, endpoint=spec.family, result="confirmed",
-                         token_id=rec["id"], adapter_trust=self.trust.label, danger_level=int(danger.level),
-                         session_id=ctx.session.id, identity=identity)
+        await self.audit(
+            "CONFIRMATION_GRANTED",
+            operation=spec.name,
+            endpoint=spec.family,
+            result="confirmed",
+            token_id=rec["id"],
+            adapter_trust=self.trust.label,
+            danger_level=int(danger.level),
+            session_id=ctx.session.id,
+            identity=identity,
+        )
         if logged:
             await self._log(spec.name, spec.family, danger, "confirmed", source, values, ctx, rec["id"])
 
@@ -168,16 +198,25 @@ class Gatekeeper:
             return MCPAQLError(
                 "PERMISSION_TRUST_LEVEL_INSUFFICIENT",
                 f"Operation '{op}' requires trust level 'generated', adapter has '{self.trust.label}'",
-                {"operation": op, "required_trust": "generated", "actual_trust": self.trust.label,
-                 "danger_level": int(danger.level)},
+                {
+                    "operation": op,
+                    "required_trust": "generated",
+                    "actual_trust": self.trust.label,
+                    "danger_level": int(danger.level),
+                },
             )
         if source == "trust_matrix":
             need = min_trust(danger.level)
             return MCPAQLError(
                 "PERMISSION_DANGER_LEVEL_DENIED",
                 f"Operation '{op}' (danger: {danger.level.label}) denied for adapter trust level '{self.trust.label}'",
-                {"operation": op, "danger_level": danger.level.label, "adapter_trust": self.trust.label,
-                 "minimum_trust_required": need.label, **({"reasons": list(danger.reasons)} if danger.reasons else {})},
+                {
+                    "operation": op,
+                    "danger_level": danger.level.label,
+                    "adapter_trust": self.trust.label,
+                    "minimum_trust_required": need.label,
+                    **({"reasons": list(danger.reasons)} if danger.reasons else {}),
+                },
             )
         return MCPAQLError(
             "PERMISSION_DENIED",
@@ -185,15 +224,39 @@ class Gatekeeper:
             {"reason": "policy", "operation": op, "policy": source.removeprefix("policy:")},
         )
 
-    async def _log(self, op: str, endpoint: str, danger: Danger, outcome: str, reason: str, values: dict[str, Any],
-                   ctx: Context, token_id: str | None = None) -> None:
+    async def _log(
+        self,
+        op: str,
+        endpoint: str,
+        danger: Danger,
+        outcome: str,
+        reason: str,
+        values: dict[str, Any],
+        ctx: Context,
+        token_id: str | None = None,
+    ) -> None:
         if outcome == "denied":
-            await self.audit("OPERATION_DENIED", operation=op, endpoint=endpoint, result="denied", reason=reason,
-                             adapter_trust=self.trust.label, danger_level=int(danger.level), session_id=ctx.session.id)
+            await self.audit(
+                "OPERATION_DENIED",
+                operation=op,
+                endpoint=endpoint,
+                result="denied",
+                reason=reason,
+                adapter_trust=self.trust.label,
+                danger_level=int(danger.level),
+                session_id=ctx.session.id,
+            )
         if danger.level >= DangerLevel.DESTRUCTIVE:  # DANGER §7.4
-            await self.audit("DANGEROUS_OPERATION", operation=op, danger_level=int(danger.level),
-                             adapter_trust=self.trust.label, outcome=outcome, token_id=token_id,
-                             parameters=redact(values), session_id=ctx.session.id)
+            await self.audit(
+                "DANGEROUS_OPERATION",
+                operation=op,
+                danger_level=int(danger.level),
+                adapter_trust=self.trust.label,
+                outcome=outcome,
+                token_id=token_id,
+                parameters=redact(values),
+                session_id=ctx.session.id,
+            )
 
     def _hook(self, ctx: Context) -> None:
         st = ctx.session.state

@@ -33,8 +33,9 @@ from .install import Safety, SafetyConfig, guard_engine
 log = logging.getLogger("mcpaql.safety.guard")
 
 
-def build_guard(config: SafetyConfig | dict[str, Any] | None = None, *, engine_config: Config | None = None,
-                **kw: Any) -> tuple[Engine, Safety]:
+def build_guard(
+    config: SafetyConfig | dict[str, Any] | None = None, *, engine_config: Config | None = None, **kw: Any
+) -> tuple[Engine, Safety]:
     """The dongle's Engine and its safety services."""
     return guard_engine(config, engine_config=engine_config or Config.load(), **kw)
 
@@ -56,8 +57,16 @@ def run_guard(config: SafetyConfig, options: ServeOptions | None = None) -> None
     run_served(lambda: serve_guard(config, options or ServeOptions()))
 
 
-def guard_config(*, mode: str, store: str | None = None, policy: Path | None = None, max_steps: int | None = None,
-                 risk_tolerance: str | None = None, webhook: str | None = None, os_dialog: bool = False) -> SafetyConfig:
+def guard_config(
+    *,
+    mode: str,
+    store: str | None = None,
+    policy: Path | None = None,
+    max_steps: int | None = None,
+    risk_tolerance: str | None = None,
+    webhook: str | None = None,
+    os_dialog: bool = False,
+) -> SafetyConfig:
     """The dongle's SafetyConfig from ``mcpaql guard``'s flags (a policy file's keys, then the flags)."""
     data: dict[str, Any] = {}
     if policy:

@@ -52,11 +52,20 @@ def rule_of(pause: dict[str, Any]) -> HoldRule:
     return HOLDS.get(str(pause.get("kind")), HOLDS["confirm"])
 
 
-def pause_record(agent: str, element: str, kind: str, challenge: dict[str, Any], execution_id: str, boot: str,
-                 **fields: Any) -> dict[str, Any]:
+def pause_record(
+    agent: str, element: str, kind: str, challenge: dict[str, Any], execution_id: str, boot: str, **fields: Any
+) -> dict[str, Any]:
     """The one shape of a pause record: who, which execution, its challenge, and ``fields``
     (``reason``, ``trigger``, ``tier``, ``action``, ``operation``, ``level``) as the cause gives them."""
     if kind not in HOLDS or kind == "block":
         raise ValueError(f"not a pause kind: {kind!r}")
-    return {"agent": agent, "element_name": element, "kind": kind, "challenge_id": challenge["id"],
-            "execution_id": execution_id, "expires_at": challenge["expires_at"], "boot": boot, **fields}
+    return {
+        "agent": agent,
+        "element_name": element,
+        "kind": kind,
+        "challenge_id": challenge["id"],
+        "execution_id": execution_id,
+        "expires_at": challenge["expires_at"],
+        "boot": boot,
+        **fields,
+    }

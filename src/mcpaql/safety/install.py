@@ -92,8 +92,9 @@ class SafetyConfig:
 class Safety:
     """The safety services of one adapter, sharing one store."""
 
-    def __init__(self, config: SafetyConfig, adapter: str, store: Store | None = None,
-                 channels: list[DisplayChannel] | None = None) -> None:
+    def __init__(
+        self, config: SafetyConfig, adapter: str, store: Store | None = None, channels: list[DisplayChannel] | None = None
+    ) -> None:
         self.config = config
         self.adapter = adapter
         self.store = store if store is not None else open_store(config.store)
@@ -101,11 +102,15 @@ class Safety:
         self.trust = TrustLevel.parse(config.trust)
         self.agent_id = agent_id(config.agent_id)
         self.tokens = ConfirmationService(
-            self.store, adapter, ttl_seconds=config.token_ttl_seconds,
+            self.store,
+            adapter,
+            ttl_seconds=config.token_ttl_seconds,
             forbidden_ttl_seconds=config.forbidden_token_ttl_seconds,
             quota_ttl_seconds=config.quota_token_ttl_seconds,
-            clock_skew_tolerance_seconds=config.clock_skew_tolerance_seconds, persist=config.persist_tokens,
-            audit=self.audit, agent_id=self.agent_id,
+            clock_skew_tolerance_seconds=config.clock_skew_tolerance_seconds,
+            persist=config.persist_tokens,
+            audit=self.audit,
+            agent_id=self.agent_id,
         )
         rules = [RateRule.parse(r) for r in config.rate_limits]
         quotas = [Quota.parse(q) for q in config.quotas]
@@ -115,18 +120,36 @@ class Safety:
             chans.append(WebhookChannel(config.webhook_url))
         if config.os_dialog and OSDialogChannel.available():
             chans.append(OSDialogChannel())
-        self.challenges = Challenges(self.store, chans, ttl_seconds=config.challenge_ttl_seconds,
-                                     max_failures=config.max_failed_verifications,
-                                     failure_window_seconds=config.failure_window_seconds, audit=self.audit)
+        self.challenges = Challenges(
+            self.store,
+            chans,
+            ttl_seconds=config.challenge_ttl_seconds,
+            max_failures=config.max_failed_verifications,
+            failure_window_seconds=config.failure_window_seconds,
+            audit=self.audit,
+        )
         self.loop: SafetyLoop | None = None
         if config.loop_mode is not None:
-            self.loop = SafetyLoop(self.store, self.challenges, mode=config.loop_mode,
-                                   autonomy=AutonomyConfig.parse(config.autonomy), audit=self.audit,
-                                   approve_start=config.approve_start, agent_id=self.agent_id)
+            self.loop = SafetyLoop(
+                self.store,
+                self.challenges,
+                mode=config.loop_mode,
+                autonomy=AutonomyConfig.parse(config.autonomy),
+                audit=self.audit,
+                approve_start=config.approve_start,
+                agent_id=self.agent_id,
+            )
         self.gatekeeper = GatekeeperGuard(
-            adapter, self.trust, self.tokens, self.limiter, self.audit,
-            policies=[PolicyRule.parse(p) for p in config.policies], danger_overrides=config.danger_overrides,
-            use_patterns=config.danger_patterns, confirm_destructive=config.confirm_destructive, loop=self.loop,
+            adapter,
+            self.trust,
+            self.tokens,
+            self.limiter,
+            self.audit,
+            policies=[PolicyRule.parse(p) for p in config.policies],
+            danger_overrides=config.danger_overrides,
+            use_patterns=config.danger_patterns,
+            confirm_destructive=config.confirm_destructive,
+            loop=self.loop,
         )
 
     @property
@@ -154,7 +177,9 @@ class Safety:
             "safety",
             operations=tuple(self.loop.operations()) if self.loop is not None else (),
             rewrite=(lambda spec: _with_danger_note(self, spec)) if note else None,
-            guards=tuple(self.guards), capabilities=self.capabilities(), introspect_queries=self.introspect_queries(),
+            guards=tuple(self.guards),
+            capabilities=self.capabilities(),
+            introspect_queries=self.introspect_queries(),
         )
 
     def engine(self, registry: Registry, config: Config | None = None, **kw: Any) -> Engine:
@@ -168,8 +193,11 @@ class Safety:
         return Engine(registry, config if config is not None else Config.load(), extensions=extensions, **kw)
 
     def capabilities(self) -> dict[str, Any]:
-        caps: dict[str, Any] = {"confirmation": bool(self.config.gatekeeper), "dangerous_operations": True,
-                                "trust_level": self.trust.label}  # REQ-TRUST-010 (capabilities are open)
+        caps: dict[str, Any] = {
+            "confirmation": bool(self.config.gatekeeper),
+            "dangerous_operations": True,
+            "trust_level": self.trust.label,
+        }  # REQ-TRUST-010 (capabilities are open)
         if self.loop is not None:
             caps["execution_safety_loop"] = self.loop.mode
             caps["execution_safety_loop_config"] = self.loop.cfg.describe()  # REQ-AUTO-009 defaults
@@ -197,8 +225,13 @@ class Safety:
         await self.store.close()
 
 
-def install_safety(target: Extensible | Registry | Engine, config: SafetyConfig | dict[str, Any] | None = None, *,
-                   store: Store | None = None, channels: list[DisplayChannel] | None = None) -> Safety:
+def install_safety(
+    target: Extensible | Registry | Engine,
+    config: SafetyConfig | dict[str, Any] | None = None,
+    *,
+    store: Store | None = None,
+    channels: list[DisplayChannel] | None = None,
+) -> Safety:
     """Switch safety on for ``target`` (a thin helper over :meth:`Safety.extension`).
 
     An Adapter gets the extension (``adapter.use``): engines built afterwards carry it. An
@@ -208,8 +241,10 @@ def install_safety(target: Extensible | Registry | Engine, config: SafetyConfig 
     engine with ``engine.extend(...)`` (guards, capabilities and queries only)."""
     cfg = config if isinstance(config, SafetyConfig) else SafetyConfig.from_dict(config or {})
     if isinstance(target, Engine):
-        raise ValueError("an Engine is built and immutable: install safety on its Adapter or Registry, "
-                         "or build a new engine with engine.extend(safety.extension())")
+        raise ValueError(
+            "an Engine is built and immutable: install safety on its Adapter or Registry, "
+            "or build a new engine with engine.extend(safety.extension())"
+        )
     if isinstance(target, Registry):
         safety = Safety(cfg, target.adapter, store, channels)
         ext = safety.extension()
@@ -225,8 +260,9 @@ def install_safety(target: Extensible | Registry | Engine, config: SafetyConfig 
     raise TypeError("install_safety needs an Adapter or a Registry")
 
 
-async def open_safety(config: SafetyConfig | dict[str, Any] | None, adapter: str,
-                      stack: contextlib.AsyncExitStack) -> Safety | None:
+async def open_safety(
+    config: SafetyConfig | dict[str, Any] | None, adapter: str, stack: contextlib.AsyncExitStack
+) -> Safety | None:
     """The :class:`Safety` of an engine holder for its lifetime (closed with ``stack``), or None."""
     if config is None:
         return None
@@ -243,15 +279,24 @@ def _with_danger_note(safety: Safety, spec: OperationSpec) -> OperationSpec:
         return spec
     danger = safety.gatekeeper.danger_of_spec(spec)
     permission, _ = safety.gatekeeper.decide(spec.name, danger)
-    what = {"allow": "allowed", "confirm": "requires confirmation (resend with params._confirmation)",
-            "deny": "denied by this adapter's trust level", "introspect_only": "denied by this adapter's trust level"}
+    what = {
+        "allow": "allowed",
+        "confirm": "requires confirmation (resend with params._confirmation)",
+        "deny": "denied by this adapter's trust level",
+        "introspect_only": "denied by this adapter's trust level",
+    }
     note = f" Danger level: {danger.level.label}; {what[permission]}."
     return replace(spec, description=spec.description.rstrip() + note)
 
 
-def guard_engine(config: SafetyConfig | dict[str, Any] | None = None, *, store: Store | None = None,
-                 channels: list[DisplayChannel] | None = None, engine_config: Config | None = None,
-                 name: str = "safety") -> tuple[Engine, Safety]:
+def guard_engine(
+    config: SafetyConfig | dict[str, Any] | None = None,
+    *,
+    store: Store | None = None,
+    channels: list[DisplayChannel] | None = None,
+    engine_config: Config | None = None,
+    name: str = "safety",
+) -> tuple[Engine, Safety]:
     """The safety dongle: an Engine with only the safety-loop operations (plus introspect).
 
     The loop operations are exempt from danger gating, so the dongle's own trust level does
@@ -260,9 +305,9 @@ def guard_engine(config: SafetyConfig | dict[str, Any] | None = None, *, store: 
     cfg = config if isinstance(config, SafetyConfig) else SafetyConfig.from_dict(config or {})
     if cfg.loop_mode is None:
         cfg = replace(cfg, loop_mode="enforcing")  # a copy: the caller's config is theirs
-    registry = Registry(name, display_name="Safety Guard",
-                        description="Execution safety loop: report every intended action before taking it.")
+    registry = Registry(
+        name, display_name="Safety Guard", description="Execution safety loop: report every intended action before taking it."
+    )
     safety = Safety(cfg, name, store, channels)
-    engine = Engine(registry, engine_config if engine_config is not None else Config.load(),
-                    extensions=[safety.extension()])
+    engine = Engine(registry, engine_config if engine_config is not None else Config.load(), extensions=[safety.extension()])
     return engine, safety

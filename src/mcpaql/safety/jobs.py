@@ -87,8 +87,11 @@ CTX_KEY = "_mcpaql_jobs_ctx"
 KIND = "background"
 LIFECYCLE: dict[str, Any] = lifecycle_info(cancel=True, retry=True, progress=True)
 INTERNAL = {"code": "INTERNAL_ERROR", "message": "the execution failed unexpectedly"}
-OWNER_LOST = {"code": "INTERNAL_ERROR", "message": "the process running this execution stopped before it finished",
-              "details": {"reason": "owner_lost", "retryable": True}}
+OWNER_LOST = {
+    "code": "INTERNAL_ERROR",
+    "message": "the process running this execution stopped before it finished",
+    "details": {"reason": "owner_lost", "retryable": True},
+}
 OWNERS = "execution-owner"  # store namespace of runtime heartbeats
 OWNER_TTL = 30.0
 OPERATIONS = ("get_execution_state", "cancel_execution", "retry_execution")
@@ -119,12 +122,12 @@ class _Run:
     sent: float = -1.0  # last notification value (MCP progress must increase)
 
 
-
 class Jobs:
     """The background-execution runtime of one adapter (see module doc)."""
 
-    def __init__(self, store: Store, adapter: str, *, owner_ttl: float = OWNER_TTL,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, store: Store, adapter: str, *, owner_ttl: float = OWNER_TTL, clock: Callable[[], float] = time.time
+    ) -> None:
         self.store = store
         self.adapter = adapter
         # Wall-clock seconds (injectable: tests move time instead of sleeping past owner_ttl).
@@ -151,8 +154,12 @@ class Jobs:
             finally:
                 await self.close()
 
-        return Extension("jobs", operations=tuple(self.operations()), lifespan=lifespan,
-                         rewrite=lambda spec: self.wrap(spec) if spec.extensions.get("background") else spec)
+        return Extension(
+            "jobs",
+            operations=tuple(self.operations()),
+            lifespan=lifespan,
+            rewrite=lambda spec: self.wrap(spec) if spec.extensions.get("background") else spec,
+        )
 
     def wrap(self, spec: OperationSpec) -> OperationSpec:
         """The background form of an EXECUTE operation (idempotent)."""
@@ -169,14 +176,21 @@ class Jobs:
 
         start_background.__name__ = getattr(spec.handler, "__name__", name)
         start_background.__doc__ = getattr(spec.handler, "__doc__", None)
-        note = (" Runs in the background: returns {execution_id, status, progress} at once (pending → running, "
-                "then completed or failed); poll get_execution_state, stop with cancel_execution (→ cancelled), "
-                "rerun with retry_execution.")
+        note = (
+            " Runs in the background: returns {execution_id, status, progress} at once (pending → running, "
+            "then completed or failed); poll get_execution_state, stop with cancel_execution (→ cancelled), "
+            "rerun with retry_execution."
+        )
         return replace(
-            spec, handler=start_background, context_param=CTX_KEY, is_async=True, lifecycle=dict(LIFECYCLE),
+            spec,
+            handler=start_background,
+            context_param=CTX_KEY,
+            is_async=True,
+            lifecycle=dict(LIFECYCLE),
             description=spec.description.rstrip() + note,
             returns=TypeRef("BackgroundExecution", "object", "{execution_id, status, operation, progress, ...}"),
-            types=(*spec.types, *TYPES), extensions={**spec.extensions, "background": "installed"},
+            types=(*spec.types, *TYPES),
+            extensions={**spec.extensions, "background": "installed"},
         )
 
     # ---- running ----------------------------------------------------------------------------
@@ -184,9 +198,16 @@ class Jobs:
     async def start(self, operation: str, kwargs: dict[str, Any], ctx: Context) -> dict[str, Any]:
         self._session_hook(ctx.session)
         await self._beat()
-        rec = await self.executions.create(operation, ctx.session.id, operation=operation, kind=KIND,
-                                           adapter=self.adapter, attempt=1, progress={"percentage": 0},
-                                           owner=self.instance)
+        rec = await self.executions.create(
+            operation,
+            ctx.session.id,
+            operation=operation,
+            kind=KIND,
+            adapter=self.adapter,
+            attempt=1,
+            progress={"percentage": 0},
+            owner=self.instance,
+        )
         run = _Run(operation, dict(kwargs), ctx.session, ctx.progress_sink)
         await self._notify(run, State.PENDING.value)
         return await self._launch(rec["execution_id"], run, Event.START, ctx, {})
@@ -196,9 +217,15 @@ class Jobs:
         rec = await self.executions.fire(eid, event, owner=self.instance, **changes)
         self._runs[eid] = run
         await self._notify(run, State.RUNNING.value, 0.0)
-        job_ctx = Context(session=run.session, operation=run.operation, endpoint=ctx.endpoint,
-                          request_meta=dict(ctx.request_meta), progress_sink=self._sink(eid, run),
-                          extensions=ctx.extensions, logger=ctx.logger)
+        job_ctx = Context(
+            session=run.session,
+            operation=run.operation,
+            endpoint=ctx.endpoint,
+            request_meta=dict(ctx.request_meta),
+            progress_sink=self._sink(eid, run),
+            extensions=ctx.extensions,
+            logger=ctx.logger,
+        )
         task = asyncio.get_running_loop().create_task(self._run(eid, run, job_ctx), name=f"mcpaql-job-{eid}")
         run.task = task
         self._tasks.add(task)
@@ -211,8 +238,7 @@ class Jobs:
 
     async def _beat(self) -> None:
         now = self.clock()
-        await self.store.put(OWNERS, self.instance, {"alive_until": now + self.owner_ttl},
-                             purge_at=now + 4 * self.owner_ttl)
+        await self.store.put(OWNERS, self.instance, {"alive_until": now + self.owner_ttl}, purge_at=now + 4 * self.owner_ttl)
 
     async def _keep_alive(self) -> None:
         """Heartbeat while this runtime has executions in flight (then the last one just expires)."""
@@ -233,8 +259,12 @@ class Jobs:
         if beat is not None and float(beat.get("alive_until", 0)) >= self.clock():
             return rec
         eid = rec["execution_id"]
-        log.warning("background execution %s (%s): its process stopped; marking it %s", eid, rec.get("operation"),
-                    "failed" if state is State.RUNNING else "cancelled")
+        log.warning(
+            "background execution %s (%s): its process stopped; marking it %s",
+            eid,
+            rec.get("operation"),
+            "failed" if state is State.RUNNING else "cancelled",
+        )
         if state is State.RUNNING:
             await self._quietly(eid, Event.FAIL, error=dict(OWNER_LOST))
         else:
@@ -375,12 +405,25 @@ class Jobs:
         run = _Run(old.operation, dict(old.kwargs), ctx.session, ctx.progress_sink)
         attempt = int(rec.get("attempt") or 1) + 1
         if plan == "same":  # the table's failed → running, same id
-            changes = {"session_id": ctx.session.id, "attempt": attempt, "error": None, "result": None,
-                       "finished_at": None, "progress": {"percentage": 0}}
+            changes = {
+                "session_id": ctx.session.id,
+                "attempt": attempt,
+                "error": None,
+                "result": None,
+                "finished_at": None,
+                "progress": {"percentage": 0},
+            }
             return await self._launch(execution_id, run, Event.RETRY, ctx, changes)
-        new = await self.executions.create(rec["operation"], ctx.session.id, operation=rec["operation"], kind=KIND,
-                                           adapter=self.adapter, attempt=attempt, retry_of=execution_id,
-                                           progress={"percentage": 0})
+        new = await self.executions.create(
+            rec["operation"],
+            ctx.session.id,
+            operation=rec["operation"],
+            kind=KIND,
+            adapter=self.adapter,
+            attempt=attempt,
+            retry_of=execution_id,
+            progress={"percentage": 0},
+        )
         return await self._launch(new["execution_id"], run, Event.START, ctx, {})
 
     async def wait(self, execution_id: str, timeout: float | None = None) -> dict[str, Any]:
@@ -403,8 +446,20 @@ class Jobs:
     @staticmethod
     def view(rec: dict[str, Any]) -> dict[str, Any]:
         """The state response (CORE §8.4.3) plus what may be done next."""
-        keys = ("execution_id", "status", "operation", "created_at", "started_at", "finished_at", "progress",
-                "result", "error", "reason", "attempt", "retry_of")
+        keys = (
+            "execution_id",
+            "status",
+            "operation",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "progress",
+            "result",
+            "error",
+            "reason",
+            "attempt",
+            "retry_of",
+        )
         out = {k: rec[k] for k in keys if rec.get(k) is not None}
         events = [e.value for e in allowed_events(rec["status"])]
         out["allowed_events"] = events
@@ -417,8 +472,12 @@ class Jobs:
         return out
 
     def operations(self) -> list[OperationSpec]:
-        eid = ParamSpec("execution_id", {"type": "string", "minLength": 1, "maxLength": 100}, required=True,
-                        description="The execution_id a background operation returned")
+        eid = ParamSpec(
+            "execution_id",
+            {"type": "string", "minLength": 1, "maxLength": 100},
+            required=True,
+            description="The execution_id a background operation returned",
+        )
         ret = TypeRef("BackgroundExecution", "object", "{execution_id, status, operation, progress, result?, error?, ...}")
 
         async def get_execution_state(execution_id: str) -> dict[str, Any]:
@@ -431,21 +490,42 @@ class Jobs:
             return await self.retry(execution_id, ctx)
 
         table: list[tuple[Callable[..., Awaitable[Any]], Category, str, str | None]] = [
-            (get_execution_state, Category.READ,
-             "State of a background execution: status, progress {percentage, current, total, message}, result "
-             "when completed, error {code, message} when failed, and the actions allowed now.", None),
-            (cancel_execution, Category.EXECUTE,
-             "Cancel a pending or running background execution (status becomes cancelled). Cancelling a finished "
-             "execution is an error naming its status.", None),
-            (retry_execution, Category.EXECUTE,
-             "Run a failed or cancelled background execution again with the same parameters. A failed execution "
-             "keeps its id; a cancelled one starts a new execution (retry_of links them). Poll the returned id.",
-             "ctx"),
+            (
+                get_execution_state,
+                Category.READ,
+                "State of a background execution: status, progress {percentage, current, total, message}, result "
+                "when completed, error {code, message} when failed, and the actions allowed now.",
+                None,
+            ),
+            (
+                cancel_execution,
+                Category.EXECUTE,
+                "Cancel a pending or running background execution (status becomes cancelled). Cancelling a finished "
+                "execution is an error naming its status.",
+                None,
+            ),
+            (
+                retry_execution,
+                Category.EXECUTE,
+                "Run a failed or cancelled background execution again with the same parameters. A failed execution "
+                "keeps its id; a cancelled one starts a new execution (retry_of links them). Poll the returned id.",
+                "ctx",
+            ),
         ]
         return [
-            OperationSpec(fn.__name__, cat, doc, handler=fn, params=(eid,), returns=ret, context_param=ctxp,
-                          is_async=True, origin="mcpaql.safety.jobs", types=TYPES,
-                          danger_level="safe" if cat is Category.READ else "reversible")
+            OperationSpec(
+                fn.__name__,
+                cat,
+                doc,
+                handler=fn,
+                params=(eid,),
+                returns=ret,
+                context_param=ctxp,
+                is_async=True,
+                origin="mcpaql.safety.jobs",
+                types=TYPES,
+                danger_level="safe" if cat is Category.READ else "reversible",
+            )
             for fn, cat, doc, ctxp in table
         ]
 
@@ -455,33 +535,44 @@ def _f(name: str, type_: str, required: bool, description: str, **extra: Any) ->
 
 
 TYPES = (
-    TypeSpec("BackgroundExecution", "object", "State of a background execution (CORE §8.4.3)", fields=(
-        _f("execution_id", "string", True, "Execution id"),
-        _f("status", "string", True, "Core state", enum=[s.value for s in State]),
-        _f("operation", "string", True, "The background operation"),
-        _f("progress", "ExecutionProgress", False, "Latest progress"),
-        _f("result", "any", False, "The operation's result, when completed"),
-        _f("error", "ErrorInfo", False, "{code, message, details?}, when failed"),
-        _f("reason", "string", False, "Why it was cancelled: cancelled_by_client, session_closed, cancelled"),
-        _f("created_at", "string", False, "ISO 8601"),
-        _f("started_at", "string", False, "ISO 8601"),
-        _f("finished_at", "string", False, "ISO 8601"),
-        _f("attempt", "integer", False, "1 for the first run, +1 per retry"),
-        _f("retry_of", "string", False, "The cancelled execution this one retries"),
-        _f("allowed_events", "string[]", True, "Lifecycle events legal now"),
-        _f("actions", "string[]", True, "Operations that apply now: cancel_execution, retry_execution"),
-    )),
-    TypeSpec("ExecutionProgress", "object", "Progress of an execution (REQ-EXEC-006)", fields=(
-        _f("percentage", "number", False, "0-100"),
-        _f("current", "number", False, "Units done"),
-        _f("total", "number", False, "Units in all"),
-        _f("message", "string", False, "What is happening"),
-    )),
+    TypeSpec(
+        "BackgroundExecution",
+        "object",
+        "State of a background execution (CORE §8.4.3)",
+        fields=(
+            _f("execution_id", "string", True, "Execution id"),
+            _f("status", "string", True, "Core state", enum=[s.value for s in State]),
+            _f("operation", "string", True, "The background operation"),
+            _f("progress", "ExecutionProgress", False, "Latest progress"),
+            _f("result", "any", False, "The operation's result, when completed"),
+            _f("error", "ErrorInfo", False, "{code, message, details?}, when failed"),
+            _f("reason", "string", False, "Why it was cancelled: cancelled_by_client, session_closed, cancelled"),
+            _f("created_at", "string", False, "ISO 8601"),
+            _f("started_at", "string", False, "ISO 8601"),
+            _f("finished_at", "string", False, "ISO 8601"),
+            _f("attempt", "integer", False, "1 for the first run, +1 per retry"),
+            _f("retry_of", "string", False, "The cancelled execution this one retries"),
+            _f("allowed_events", "string[]", True, "Lifecycle events legal now"),
+            _f("actions", "string[]", True, "Operations that apply now: cancel_execution, retry_execution"),
+        ),
+    ),
+    TypeSpec(
+        "ExecutionProgress",
+        "object",
+        "Progress of an execution (REQ-EXEC-006)",
+        fields=(
+            _f("percentage", "number", False, "0-100"),
+            _f("current", "number", False, "Units done"),
+            _f("total", "number", False, "Units in all"),
+            _f("message", "string", False, "What is happening"),
+        ),
+    ),
 )
 
 
-def install_jobs(adapter: Any, store: Store | str | None = None, *, owner_ttl: float = OWNER_TTL,
-                 clock: Callable[[], float] = time.time) -> Jobs:
+def install_jobs(
+    adapter: Any, store: Store | str | None = None, *, owner_ttl: float = OWNER_TTL, clock: Callable[[], float] = time.time
+) -> Jobs:
     """Run the adapter's ``background=True`` EXECUTE operations as background executions and add
     ``get_execution_state`` / ``cancel_execution`` / ``retry_execution`` (a thin helper over
     ``adapter.use(jobs.extension())``). ``store`` is a Store, a store URL, or None (the default

@@ -30,8 +30,22 @@ from ..protocol.lifecycle import (
 from ..store.base import NS_EXECUTION, Store
 from .audit import iso
 
-__all__ = ["ADAPTER_STATES", "LIFECYCLE_INFO", "RETRY_AS_NEW", "TERMINAL", "TRANSITIONS", "Event", "Executions",
-           "State", "allowed_events", "apply", "core_state", "illegal_now", "lifecycle_info", "retry_plan"]
+__all__ = [
+    "ADAPTER_STATES",
+    "LIFECYCLE_INFO",
+    "RETRY_AS_NEW",
+    "TERMINAL",
+    "TRANSITIONS",
+    "Event",
+    "Executions",
+    "State",
+    "allowed_events",
+    "apply",
+    "core_state",
+    "illegal_now",
+    "lifecycle_info",
+    "retry_plan",
+]
 
 # The safety loop's monitored executions: abort_execution cancels them; there is no retry
 # operation (an agent starts a new execution) and progress is reported as steps, not percentages.
@@ -60,8 +74,15 @@ class Executions:
     async def create(self, agent: str, session_id: str, **extra: Any) -> dict[str, Any]:
         eid = "exec_" + secrets.token_hex(12)
         now = self.clock()
-        rec = {"execution_id": eid, "element_name": agent, "session_id": session_id, "status": State.PENDING.value,
-               "created_at": iso(now), "steps": 0, **extra}
+        rec = {
+            "execution_id": eid,
+            "element_name": agent,
+            "session_id": session_id,
+            "status": State.PENDING.value,
+            "created_at": iso(now),
+            "steps": 0,
+            **extra,
+        }
         await self.store.put(NS_EXECUTION, eid, rec)
         return rec
 
@@ -87,8 +108,11 @@ class Executions:
             done = await self.store.cas(NS_EXECUTION, eid, {"status": rec["status"]}, {**stamp, **changes})
             if done is not None:
                 return done
-        raise MCPAQLError("CONFLICT_VERSION_MISMATCH", f"Execution '{eid}' changed concurrently; retry",
-                          {"resource_type": "execution", "resource_id": eid})
+        raise MCPAQLError(
+            "CONFLICT_VERSION_MISMATCH",
+            f"Execution '{eid}' changed concurrently; retry",
+            {"resource_type": "execution", "resource_id": eid},
+        )
 
     async def fail_session(self, session_id: str) -> int:
         """Session end: in-progress executions of that session become ``cancelled`` (REQ-EXEC-013)."""

@@ -67,8 +67,7 @@ def _blocked_error(block: dict[str, Any]) -> MCPAQLError:
     return MCPAQLError(
         "PERMISSION_DENIED",
         "Permission denied: 'this agent is hard-blocked until a human completes verify_challenge'",
-        {"reason": "agent_blocked", "element_name": block.get("element_name"),
-         "verificationId": block.get("challenge_id")},
+        {"reason": "agent_blocked", "element_name": block.get("element_name"), "verificationId": block.get("challenge_id")},
     )
 
 
@@ -87,9 +86,17 @@ _OPEN_WHILE_BLOCKED = frozenset({"introspect", "record_execution_step", "confirm
 
 
 class SafetyLoop:
-    def __init__(self, store: Store, challenges: Challenges, *, mode: str = "enforcing",
-                 autonomy: AutonomyConfig | None = None, audit: Auditor | None = None,
-                 approve_start: bool = False, agent_id: str = DEFAULT_AGENT_ID) -> None:
+    def __init__(
+        self,
+        store: Store,
+        challenges: Challenges,
+        *,
+        mode: str = "enforcing",
+        autonomy: AutonomyConfig | None = None,
+        audit: Auditor | None = None,
+        approve_start: bool = False,
+        agent_id: str = DEFAULT_AGENT_ID,
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f"safety loop mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.store = store
@@ -140,10 +147,16 @@ class SafetyLoop:
         cid = block.get("challenge_id")
         if cid and await self.challenges.get(cid) is not None:
             return block
-        ch = await self.challenges.create(agent, HOLDS["block"].challenge, action=block.get("action", ""),
-                                          reason=block.get("reason", ""), element_name=block.get("element_name"))
+        ch = await self.challenges.create(
+            agent,
+            HOLDS["block"].challenge,
+            action=block.get("action", ""),
+            reason=block.get("reason", ""),
+            element_name=block.get("element_name"),
+        )
         return await self.store.cas(NS_BLOCK, agent, {"challenge_id": cid}, {"challenge_id": ch["id"]}) or (
-            await self.block_of(agent) or block)
+            await self.block_of(agent) or block
+        )
 
     async def _pause_of(self, agent: str, pause: dict[str, Any] | None = None) -> dict[str, Any] | None:
         if pause is None:
@@ -164,8 +177,14 @@ class SafetyLoop:
         if cid and await self.challenges.get(cid) is not None:
             return pause
         kind = rule_of(pause).challenge
-        ch = await self.challenges.create(agent, kind, action=pause.get("action") or "", reason=pause.get("reason") or "",
-                                          execution_id=pause.get("execution_id"), element_name=pause.get("element_name"))
+        ch = await self.challenges.create(
+            agent,
+            kind,
+            action=pause.get("action") or "",
+            reason=pause.get("reason") or "",
+            execution_id=pause.get("execution_id"),
+            element_name=pause.get("element_name"),
+        )
         changes = {"challenge_id": ch["id"], "expires_at": ch["expires_at"]}
         return await self.store.cas(NS_PAUSE, agent, {"challenge_id": cid}, changes) or {**pause, **changes}
 
@@ -187,20 +206,35 @@ class SafetyLoop:
         """Every live block, to every executing agent (REQ-AUTO-013); the challenge id only to
         the blocked identity itself, so no one else holds a handle on its approval."""
         return [
-            note("danger_zone", f"Agent '{b.get('element_name') or b['agent']}' is hard-blocked: {b.get('reason', '')}",
-                 operation=b.get("action"), reason=b.get("reason"),
-                 verificationId=b.get("challenge_id") if b["agent"] == identity else None,
-                 agent=b.get("element_name") or b["agent"])
+            note(
+                "danger_zone",
+                f"Agent '{b.get('element_name') or b['agent']}' is hard-blocked: {b.get('reason', '')}",
+                operation=b.get("action"),
+                reason=b.get("reason"),
+                verificationId=b.get("challenge_id") if b["agent"] == identity else None,
+                agent=b.get("element_name") or b["agent"],
+            )
             for b in await self.store.scan(NS_BLOCK)
         ]
 
     def _pause_note(self, pause: dict[str, Any]) -> dict[str, Any]:
         if pause.get("kind") == "permission":
-            return note("permission_pending", f"Operation '{pause.get('operation')}' requires confirmation",
-                        operation=pause.get("operation"), level=pause.get("level"), reason=pause.get("reason"),
-                        verificationId=pause.get("challenge_id"))
-        return note("autonomy_pause", pause.get("reason") or "Execution paused", reason=pause.get("reason"),
-                    level=pause.get("tier"), verificationId=pause.get("challenge_id"), operation=pause.get("action"))
+            return note(
+                "permission_pending",
+                f"Operation '{pause.get('operation')}' requires confirmation",
+                operation=pause.get("operation"),
+                level=pause.get("level"),
+                reason=pause.get("reason"),
+                verificationId=pause.get("challenge_id"),
+            )
+        return note(
+            "autonomy_pause",
+            pause.get("reason") or "Execution paused",
+            reason=pause.get("reason"),
+            level=pause.get("tier"),
+            verificationId=pause.get("challenge_id"),
+            operation=pause.get("action"),
+        )
 
     async def _session_hook(self, ctx: Context) -> None:
         st = ctx.session.state
@@ -215,8 +249,9 @@ class SafetyLoop:
 
     # ---- operations ---------------------------------------------------------------------------
 
-    async def execute_agent(self, element_name: str, goal: str | None, parameters: dict[str, Any] | None,
-                            ctx: Context) -> dict[str, Any]:
+    async def execute_agent(
+        self, element_name: str, goal: str | None, parameters: dict[str, Any] | None, ctx: Context
+    ) -> dict[str, Any]:
         identity = self.identity(ctx)
         block = await self.block_of(identity)
         if block is not None and self.mode == "enforcing":
@@ -224,50 +259,73 @@ class SafetyLoop:
             raise _blocked_error(await self.block_of(identity) or block)
         await self._session_hook(ctx)
         cfg = self.cfg.for_agent(identity)
-        rec = await self.executions.create(element_name, token_session(ctx), identity=identity, goal=goal,
-                                           parameters=parameters or {})
+        rec = await self.executions.create(
+            element_name, token_session(ctx), identity=identity, goal=goal, parameters=parameters or {}
+        )
         await self.store.put(NS_MARK, _running(identity, element_name), {"execution_id": rec["execution_id"]})
         extra: dict[str, Any] = {}
         if self.approve_start and self.mode == "enforcing":
-            ch = await self.challenges.create(identity, "confirm", action=f"start execution: {goal or ''}",
-                                              reason="Starting a monitored execution needs human approval",
-                                              execution_id=rec["execution_id"], purpose="start",
-                                              element_name=element_name)
-            extra = {"verificationId": ch["id"],
-                     "reason": "Waiting for a human to approve the start (confirm_operation or the approval page)"}
-            await self.audit("EXECUTION_PENDING_APPROVAL", execution_id=rec["execution_id"], agent=identity,
-                             element_name=element_name)
+            ch = await self.challenges.create(
+                identity,
+                "confirm",
+                action=f"start execution: {goal or ''}",
+                reason="Starting a monitored execution needs human approval",
+                execution_id=rec["execution_id"],
+                purpose="start",
+                element_name=element_name,
+            )
+            extra = {
+                "verificationId": ch["id"],
+                "reason": "Waiting for a human to approve the start (confirm_operation or the approval page)",
+            }
+            await self.audit(
+                "EXECUTION_PENDING_APPROVAL", execution_id=rec["execution_id"], agent=identity, element_name=element_name
+            )
         else:
             rec = await self.executions.fire(rec["execution_id"], Event.START)
-            await self.audit("EXECUTION_STARTED", execution_id=rec["execution_id"], agent=identity,
-                             element_name=element_name, mode=self.mode)
+            await self.audit(
+                "EXECUTION_STARTED", execution_id=rec["execution_id"], agent=identity, element_name=element_name, mode=self.mode
+            )
         return {
             **Executions.view(rec),
             **extra,
             "mode": self.mode,
             "max_autonomous_steps": cfg.max_autonomous_steps,
             "instructions": "Before every externally visible action, call record_execution_step with "
-                            "next_action_hint and proceed only if the directive says continue: true.",
+            "next_action_hint and proceed only if the directive says continue: true.",
         }
 
     async def record_execution_step(
-        self, element_name: str, next_action_hint: str, step_description: str | None, outcome: str | None,
-        findings: str | None, execution_id: str | None, ctx: Context,
+        self,
+        element_name: str,
+        next_action_hint: str,
+        step_description: str | None,
+        outcome: str | None,
+        findings: str | None,
+        execution_id: str | None,
+        ctx: Context,
     ) -> dict[str, Any]:
         agent = self.identity(ctx)
         element = element_name
         if self.mode in ("disabled", "logging"):
             if self.mode == "logging":
-                await self.audit("STEP_RECORDED", agent=agent, element_name=element, execution_id=execution_id,
-                                 action=next_action_hint[:500],
-                                 outcome=outcome, step_description=(step_description or "")[:500],
-                                 findings=(findings or "")[:500])
+                await self.audit(
+                    "STEP_RECORDED",
+                    agent=agent,
+                    element_name=element,
+                    execution_id=execution_id,
+                    action=next_action_hint[:500],
+                    outcome=outcome,
+                    step_description=(step_description or "")[:500],
+                    findings=(findings or "")[:500],
+                )
             return {"continue": True, "factors": [f"Safety loop {self.mode}: step recorded, not evaluated"]}
         enforcing = self.mode == "enforcing"
         notes: list[dict[str, Any]] = []
         # one round trip for the agent's state (MGET on Redis)
         block, ptr, pause, queued = await self.store.get_many(
-            [(NS_BLOCK, agent), (NS_MARK, _running(agent, element)), (NS_PAUSE, agent), (NS_NOTIFY, agent)])
+            [(NS_BLOCK, agent), (NS_MARK, _running(agent, element)), (NS_PAUSE, agent), (NS_NOTIFY, agent)]
+        )
 
         async def drain() -> list[dict[str, Any]]:
             return await self._drain(agent) if queued is not None else []
@@ -276,21 +334,31 @@ class SafetyLoop:
             block = await self._ensure_block_challenge(agent, block)
             await self.audit("STEP_REFUSED", agent=agent, reason="agent_blocked")
             return {
-                "continue": False, "stopped": True, "reason": f"Agent is hard-blocked: {block.get('reason')}",
-                "factors": ["Agent is hard-blocked; a human must complete verify_challenge "
-                            f"(verificationId {block.get('challenge_id')})"],
+                "continue": False,
+                "stopped": True,
+                "reason": f"Agent is hard-blocked: {block.get('reason')}",
+                "factors": [
+                    f"Agent is hard-blocked; a human must complete verify_challenge (verificationId {block.get('challenge_id')})"
+                ],
                 "notifications": await self._danger_broadcast(agent) + await drain(),
             }
         execution = await self._find_execution(agent, element, execution_id or (ptr or {}).get("execution_id"))
         if execution is None and ptr is not None and enforcing:
             pending = await self.executions.get(ptr["execution_id"])
             if pending is not None and pending.get("status") == "pending":
-                return {"continue": False, "reason": "Execution start is waiting for human approval",
-                        "factors": ["execute_agent needs approval before any action (REQ-LOOP-007)"],
-                        "notifications": await drain()}
+                return {
+                    "continue": False,
+                    "reason": "Execution start is waiting for human approval",
+                    "factors": ["execute_agent needs approval before any action (REQ-LOOP-007)"],
+                    "notifications": await drain(),
+                }
         if execution is None:
-            return {"continue": False, "reason": "No running execution for this agent; call execute_agent first",
-                    "factors": ["No running execution"], "notifications": await drain()}
+            return {
+                "continue": False,
+                "reason": "No running execution for this agent; call execute_agent first",
+                "factors": ["No running execution"],
+                "notifications": await drain(),
+            }
         pause = await self._pause_of(agent, pause) if enforcing and pause is not None else None
         if pause is not None:
             pause = await self._ensure_pause_challenge(agent, pause)
@@ -320,12 +388,19 @@ class SafetyLoop:
             else:
                 directive["continue"] = True
                 directive["factors"].append(f"Monitoring mode: would have paused ({verdict.reason})")
-        await self.audit("STEP_EVALUATED", agent=agent, element_name=element, execution_id=execution["execution_id"],
-                         step=step,
-                         action=next_action_hint[:500], outcome=outcome, step_description=(step_description or "")[:500],
-                         decision="continue" if directive["continue"]
-                         else ("stopped" if directive.get("stopped") else "paused"), trigger=verdict.trigger,
-                         risk=verdict.risk)
+        await self.audit(
+            "STEP_EVALUATED",
+            agent=agent,
+            element_name=element,
+            execution_id=execution["execution_id"],
+            step=step,
+            action=next_action_hint[:500],
+            outcome=outcome,
+            step_description=(step_description or "")[:500],
+            decision="continue" if directive["continue"] else ("stopped" if directive.get("stopped") else "paused"),
+            trigger=verdict.trigger,
+            risk=verdict.risk,
+        )
         notes.extend(await self._danger_broadcast(agent) if enforcing else [])
         notes.extend(await drain())
         if notes:
@@ -339,48 +414,75 @@ class SafetyLoop:
             if eid is None:
                 return None
         rec = await self.executions.get(eid)
-        ok = (rec is not None and rec.get("identity") == identity and rec.get("element_name") == element
-              and rec.get("status") == "running")
+        ok = (
+            rec is not None
+            and rec.get("identity") == identity
+            and rec.get("element_name") == element
+            and rec.get("status") == "running"
+        )
         return rec if ok else None
 
     async def _steps(self, eid: str) -> int:
         return (await self.store.peek_window(f"steps:{eid}", STEP_WINDOW)).count
 
-    async def _act_on(self, agent: str, element: str, execution: dict[str, Any], v: Verdict, hint: str,
-                      directive: dict[str, Any]) -> list[dict[str, Any]]:
+    async def _act_on(
+        self, agent: str, element: str, execution: dict[str, Any], v: Verdict, hint: str, directive: dict[str, Any]
+    ) -> list[dict[str, Any]]:
         eid = execution["execution_id"]
         if v.stops:  # deny pattern or danger_zone tier: hard block, persisted (CORE §8.8.1, §8.8.3)
             await self._hard_block(agent, element, eid, v.reason or "", hint, v.trigger)
             directive["stopped"] = True
             return []  # the danger_zone notification comes from the broadcast of live blocks
         kind = "verify" if v.trigger == "verify" else "confirm"
-        pause = await self._pause(agent, element, eid, kind, hint, v.reason or "", audit=True, reason=v.reason,
-                                  trigger=v.trigger, tier=v.tier, action=hint[:500])
+        pause = await self._pause(
+            agent,
+            element,
+            eid,
+            kind,
+            hint,
+            v.reason or "",
+            audit=True,
+            reason=v.reason,
+            trigger=v.trigger,
+            tier=v.tier,
+            action=hint[:500],
+        )
         return [self._pause_note(pause)]
 
-    async def _pause(self, agent: str, element: str, eid: str, kind: str, challenge_action: str,
-                     challenge_reason: str, *, audit: bool, **fields: Any) -> dict[str, Any]:
+    async def _pause(
+        self,
+        agent: str,
+        element: str,
+        eid: str,
+        kind: str,
+        challenge_action: str,
+        challenge_reason: str,
+        *,
+        audit: bool,
+        **fields: Any,
+    ) -> dict[str, Any]:
         """Hold ``agent`` paused (the ``clear → paused`` transition of :mod:`.holds`): a challenge
         of the kind's type, then the pause record (``fields``: what the record says)."""
-        ch = await self.challenges.create(agent, HOLDS[kind].challenge, action=challenge_action,
-                                          reason=challenge_reason, execution_id=eid, element_name=element)
+        ch = await self.challenges.create(
+            agent, HOLDS[kind].challenge, action=challenge_action, reason=challenge_reason, execution_id=eid, element_name=element
+        )
         pause = pause_record(agent, element, kind, ch, eid, self.boot, **fields)
         await self.store.put(NS_PAUSE, agent, pause)
         if audit:
-            await self.audit("AGENT_PAUSED", agent=agent, execution_id=eid, challenge_id=ch["id"],
-                             trigger=fields.get("trigger"))
+            await self.audit("AGENT_PAUSED", agent=agent, execution_id=eid, challenge_id=ch["id"], trigger=fields.get("trigger"))
         return pause
 
-    async def complete_execution(self, element_name: str, execution_id: str | None, summary: str | None,
-                                 ctx: Context) -> dict[str, Any]:
+    async def complete_execution(
+        self, element_name: str, execution_id: str | None, summary: str | None, ctx: Context
+    ) -> dict[str, Any]:
         return await self._finish(ctx, element_name, execution_id, Event.COMPLETE, {"summary": summary})
 
-    async def abort_execution(self, element_name: str, execution_id: str | None, reason: str | None,
-                              ctx: Context) -> dict[str, Any]:
+    async def abort_execution(
+        self, element_name: str, execution_id: str | None, reason: str | None, ctx: Context
+    ) -> dict[str, Any]:
         return await self._finish(ctx, element_name, execution_id, Event.CANCEL, {"reason": reason or "aborted"})
 
-    async def _finish(self, ctx: Context, element: str, eid: str | None, event: Event,
-                      extra: dict[str, Any]) -> dict[str, Any]:
+    async def _finish(self, ctx: Context, element: str, eid: str | None, event: Event, extra: dict[str, Any]) -> dict[str, Any]:
         agent = self.identity(ctx)
         block = await self.block_of(agent)
         if block is not None and self.mode == "enforcing":
@@ -388,8 +490,11 @@ class SafetyLoop:
         if eid is None:
             rec = await self._find_execution(agent, element, None)
             if rec is None:
-                raise MCPAQLError("NOT_FOUND_RESOURCE", f"Resource 'execution' not found: 'running execution of {element}'",
-                                  {"resource_type": "execution", "resource_id": element})
+                raise MCPAQLError(
+                    "NOT_FOUND_RESOURCE",
+                    f"Resource 'execution' not found: 'running execution of {element}'",
+                    {"resource_type": "execution", "resource_id": element},
+                )
             eid = rec["execution_id"]
         else:
             rec = await self.executions.get(eid)
@@ -410,12 +515,15 @@ class SafetyLoop:
         await self.store.reset_window(f"steps:{eid}", STEP_WINDOW)
         return Executions.view(done)
 
-    async def confirm_operation(self, challenge_id: str, code: str, element_name: str | None,
-                                ctx: Context) -> dict[str, Any]:
+    async def confirm_operation(self, challenge_id: str, code: str, element_name: str | None, ctx: Context) -> dict[str, Any]:
         identity = self.identity(ctx)
         peek = await self.challenges.get(challenge_id) if isinstance(challenge_id, str) else None
-        if (peek is not None and peek.get("agent") == identity and element_name is not None
-                and element_name == peek.get("element_name")):
+        if (
+            peek is not None
+            and peek.get("agent") == identity
+            and element_name is not None
+            and element_name == peek.get("element_name")
+        ):
             await self.audit("SELF_APPROVAL_REFUSED", agent=element_name, challenge_id=challenge_id, outcome="failure")
             raise MCPAQLError(
                 "PERMISSION_DENIED",
@@ -431,8 +539,12 @@ class SafetyLoop:
 
     async def _resolve(self, ch: dict[str, Any], via: str) -> dict[str, Any]:
         agent = ch["agent"]
-        out: dict[str, Any] = {"verified": True, "challenge_id": ch["id"],
-                               "element_name": ch.get("element_name") or agent, "kind": ch["kind"]}
+        out: dict[str, Any] = {
+            "verified": True,
+            "challenge_id": ch["id"],
+            "element_name": ch.get("element_name") or agent,
+            "kind": ch["kind"],
+        }
         if ch["kind"] == "danger_zone":
             block = await self.block_of(agent)
             out["unblocked"] = block is not None and await self.store.delete(NS_BLOCK, agent)
@@ -449,8 +561,9 @@ class SafetyLoop:
                     await self._grant_steps(pause["execution_id"])
             out["resumed"] = True
             await self.audit("PAUSE_CLEARED", agent=agent, challenge_id=ch["id"], via=via)
-        await self._notify(agent, note("status", f"{via} succeeded for challenge {ch['id']}; evaluation resumes",
-                                       verificationId=ch["id"]))
+        await self._notify(
+            agent, note("status", f"{via} succeeded for challenge {ch['id']}; evaluation resumes", verificationId=ch["id"])
+        )
         return out
 
     async def _grant_steps(self, eid: str) -> None:
@@ -481,8 +594,9 @@ class SafetyLoop:
             return False
         await self.challenges.discard(challenge_id)
         await self.audit("ADMIN_OVERRIDE", agent=rec.get("agent"), action="approve", challenge_id=challenge_id, by=by)
-        await self._resolve({k: rec.get(k) for k in ("id", "agent", "element_name", "kind", "purpose", "execution_id")},
-                            "approval page")
+        await self._resolve(
+            {k: rec.get(k) for k in ("id", "agent", "element_name", "kind", "purpose", "execution_id")}, "approval page"
+        )
         return True
 
     async def note_permission_pending(self, identity: str, operation: str, level: str, reason: str) -> None:
@@ -503,22 +617,58 @@ class SafetyLoop:
             if await self.store.get(NS_PAUSE, agent) is not None:
                 continue
             if level == "dangerous":
-                await self._pause(agent, element, eid, "verify", action, reason, audit=True, reason=reason,
-                                  trigger="gatekeeper", tier="verify", action=action, operation=operation, level=level)
+                await self._pause(
+                    agent,
+                    element,
+                    eid,
+                    "verify",
+                    action,
+                    reason,
+                    audit=True,
+                    reason=reason,
+                    trigger="gatekeeper",
+                    tier="verify",
+                    action=action,
+                    operation=operation,
+                    level=level,
+                )
                 continue
-            await self._pause(agent, element, eid, "permission", action, reason, audit=False, operation=operation,
-                              level=level, reason=reason, trigger="gatekeeper")
+            await self._pause(
+                agent,
+                element,
+                eid,
+                "permission",
+                action,
+                reason,
+                audit=False,
+                operation=operation,
+                level=level,
+                reason=reason,
+                trigger="gatekeeper",
+            )
 
     async def _hard_block(self, agent: str, element: str, eid: str, reason: str, action: str, trigger: str) -> None:
         """danger_zone (CORE §8.8.1, §8.8.3): persisted; lifted only by verify_challenge or an admin.
         Keyed by identity: every element and execution of that identity is stopped."""
-        ch = await self.challenges.create(agent, HOLDS["block"].challenge, action=action, reason=reason,
-                                          execution_id=eid, element_name=element)
-        await self.store.put(NS_BLOCK, agent, {"agent": agent, "element_name": element, "reason": reason,
-                                               "action": action[:500], "challenge_id": ch["id"],
-                                               "blocked_at": now_iso(), "execution_id": eid})
-        await self.audit("AGENT_BLOCKED", agent=agent, element_name=element, execution_id=eid, challenge_id=ch["id"],
-                         trigger=trigger)
+        ch = await self.challenges.create(
+            agent, HOLDS["block"].challenge, action=action, reason=reason, execution_id=eid, element_name=element
+        )
+        await self.store.put(
+            NS_BLOCK,
+            agent,
+            {
+                "agent": agent,
+                "element_name": element,
+                "reason": reason,
+                "action": action[:500],
+                "challenge_id": ch["id"],
+                "blocked_at": now_iso(),
+                "execution_id": eid,
+            },
+        )
+        await self.audit(
+            "AGENT_BLOCKED", agent=agent, element_name=element, execution_id=eid, challenge_id=ch["id"], trigger=trigger
+        )
 
     # ---- the operation specs --------------------------------------------------------------------
 
@@ -531,80 +681,156 @@ class SafetyLoop:
         string = {"type": "string"}
         eid_doc = "Execution id (default: the agent's running execution)"
 
-        def p(name: str, doc: str, schema: dict[str, Any] | None = None, *, required: bool = False,
-              sensitive: bool = False) -> ParamSpec:
+        def p(
+            name: str, doc: str, schema: dict[str, Any] | None = None, *, required: bool = False, sensitive: bool = False
+        ) -> ParamSpec:
             return ParamSpec(name, dict(schema or string), required, doc, sensitive=sensitive)
 
-        async def execute_agent(element_name: str, ctx: Context, goal: str | None = None,
-                                parameters: dict[str, Any] | None = None) -> dict[str, Any]:
+        async def execute_agent(
+            element_name: str, ctx: Context, goal: str | None = None, parameters: dict[str, Any] | None = None
+        ) -> dict[str, Any]:
             return await loop.execute_agent(element_name, goal, parameters, ctx)
 
-        async def record_execution_step(element_name: str, next_action_hint: str, ctx: Context,
-                                        step_description: str | None = None, outcome: str | None = None,
-                                        findings: str | None = None, execution_id: str | None = None) -> dict[str, Any]:
-            return await loop.record_execution_step(element_name, next_action_hint, step_description, outcome,
-                                                    findings, execution_id, ctx)
+        async def record_execution_step(
+            element_name: str,
+            next_action_hint: str,
+            ctx: Context,
+            step_description: str | None = None,
+            outcome: str | None = None,
+            findings: str | None = None,
+            execution_id: str | None = None,
+        ) -> dict[str, Any]:
+            return await loop.record_execution_step(
+                element_name, next_action_hint, step_description, outcome, findings, execution_id, ctx
+            )
 
-        async def complete_execution(element_name: str, ctx: Context, execution_id: str | None = None,
-                                     summary: str | None = None) -> dict[str, Any]:
+        async def complete_execution(
+            element_name: str, ctx: Context, execution_id: str | None = None, summary: str | None = None
+        ) -> dict[str, Any]:
             return await loop.complete_execution(element_name, execution_id, summary, ctx)
 
-        async def abort_execution(element_name: str, ctx: Context, execution_id: str | None = None,
-                                  reason: str | None = None) -> dict[str, Any]:
+        async def abort_execution(
+            element_name: str, ctx: Context, execution_id: str | None = None, reason: str | None = None
+        ) -> dict[str, Any]:
             return await loop.abort_execution(element_name, execution_id, reason, ctx)
 
-        async def confirm_operation(challenge_id: str, code: str, ctx: Context,
-                                    element_name: str | None = None) -> dict[str, Any]:
+        async def confirm_operation(
+            challenge_id: str, code: str, ctx: Context, element_name: str | None = None
+        ) -> dict[str, Any]:
             return await loop.confirm_operation(challenge_id, code, element_name, ctx)
 
         async def verify_challenge(challenge_id: str, code: str, ctx: Context) -> dict[str, Any]:
             return await loop.verify_challenge(challenge_id, code, ctx)
 
-        defaults = (f"Defaults: max_autonomous_steps={cfg.max_autonomous_steps}, risk_tolerance={cfg.risk_tolerance}; "
-                    f"mode={self.mode}.")
-        directive = TypeRef("AutonomyDirective", "object",
-                            "{continue, factors, stopped?, reason?, stepsRemaining?, nextStepRisk?, notifications?}")
+        defaults = (
+            f"Defaults: max_autonomous_steps={cfg.max_autonomous_steps}, risk_tolerance={cfg.risk_tolerance}; mode={self.mode}."
+        )
+        directive = TypeRef(
+            "AutonomyDirective",
+            "object",
+            "{continue, factors, stopped?, reason?, stepsRemaining?, nextStepRisk?, notifications?}",
+        )
         state = TypeRef("ExecutionState", "object", "{execution_id, status, started_at?, finished_at?, ...}")
         verified = TypeRef("VerificationResult", "object", "{verified, challenge_id, element_name, kind, ...}")
         table: list[tuple[Any, Category, str, tuple[ParamSpec, ...], TypeRef, dict[str, Any]]] = [
-            (execute_agent, Category.EXECUTE,
-             "Start a monitored execution (execution safety loop): status running, or pending until a human "
-             "approves it when approval to start is required. Refused while the agent is hard-blocked.",
-             (p("element_name", "Name of the agent starting a monitored execution", required=True),
-              p("goal", "What the agent intends to achieve"),
-              p("parameters", "Agent-specific start parameters", {"type": "object"})),
-             state, {"lifecycle": dict(LIFECYCLE_INFO)}),
-            (record_execution_step, Category.CREATE,
-             "Report the next intended action and receive an AutonomyDirective {continue, factors, stopped?, "
-             "reason?, stepsRemaining, nextStepRisk, notifications}. Proceed only when continue is true. " + defaults,
-             (p("element_name", "The agent reporting the step", required=True),
-              p("next_action_hint", "The intended next action: tool, target and intent", required=True),
-              p("step_description", "The action just completed"),
-              p("outcome", "Result of the previous step", {"type": "string", "enum": ["success", "failure", "skipped"]}),
-              p("findings", "Observations from the completed step"),
-              p("execution_id", eid_doc)),
-             directive, {}),
-            (complete_execution, Category.EXECUTE, "Finish a monitored execution normally: running → completed.",
-             (p("element_name", "The agent finishing", required=True), p("execution_id", eid_doc),
-              p("summary", "What was achieved")), state, {}),
-            (abort_execution, Category.EXECUTE, "Stop a monitored execution: pending or running → cancelled.",
-             (p("element_name", "The agent stopping", required=True), p("execution_id", eid_doc),
-              p("reason", "Why the execution stops")), state, {}),
-            (confirm_operation, Category.EXECUTE,
-             "Human approval of a paused action or gatekeeper block, or of a pending start (pending → running), "
-             "with the code shown to the operator out of band.",
-             (p("challenge_id", "verificationId from a permission_pending or autonomy_pause notification", required=True),
-              p("code", "Approval code shown to the human operator (never to the agent)", required=True, sensitive=True),
-              p("element_name", "Who is confirming (must not be the paused agent)")), verified, {}),
-            (verify_challenge, Category.CREATE,
-             "Submit an out-of-band verification code (verify tier or danger zone hard block).",
-             (p("challenge_id", "verificationId from an autonomy_pause or danger_zone notification", required=True),
-              p("code", "Verification code shown to the human operator (never to the agent)", required=True,
-                sensitive=True)), verified, {}),
+            (
+                execute_agent,
+                Category.EXECUTE,
+                "Start a monitored execution (execution safety loop): status running, or pending until a human "
+                "approves it when approval to start is required. Refused while the agent is hard-blocked.",
+                (
+                    p("element_name", "Name of the agent starting a monitored execution", required=True),
+                    p("goal", "What the agent intends to achieve"),
+                    p("parameters", "Agent-specific start parameters", {"type": "object"}),
+                ),
+                state,
+                {"lifecycle": dict(LIFECYCLE_INFO)},
+            ),
+            (
+                record_execution_step,
+                Category.CREATE,
+                "Report the next intended action and receive an AutonomyDirective {continue, factors, stopped?, "
+                "reason?, stepsRemaining, nextStepRisk, notifications}. Proceed only when continue is true. " + defaults,
+                (
+                    p("element_name", "The agent reporting the step", required=True),
+                    p("next_action_hint", "The intended next action: tool, target and intent", required=True),
+                    p("step_description", "The action just completed"),
+                    p("outcome", "Result of the previous step", {"type": "string", "enum": ["success", "failure", "skipped"]}),
+                    p("findings", "Observations from the completed step"),
+                    p("execution_id", eid_doc),
+                ),
+                directive,
+                {},
+            ),
+            (
+                complete_execution,
+                Category.EXECUTE,
+                "Finish a monitored execution normally: running → completed.",
+                (
+                    p("element_name", "The agent finishing", required=True),
+                    p("execution_id", eid_doc),
+                    p("summary", "What was achieved"),
+                ),
+                state,
+                {},
+            ),
+            (
+                abort_execution,
+                Category.EXECUTE,
+                "Stop a monitored execution: pending or running → cancelled.",
+                (
+                    p("element_name", "The agent stopping", required=True),
+                    p("execution_id", eid_doc),
+                    p("reason", "Why the execution stops"),
+                ),
+                state,
+                {},
+            ),
+            (
+                confirm_operation,
+                Category.EXECUTE,
+                "Human approval of a paused action or gatekeeper block, or of a pending start (pending → running), "
+                "with the code shown to the operator out of band.",
+                (
+                    p("challenge_id", "verificationId from a permission_pending or autonomy_pause notification", required=True),
+                    p("code", "Approval code shown to the human operator (never to the agent)", required=True, sensitive=True),
+                    p("element_name", "Who is confirming (must not be the paused agent)"),
+                ),
+                verified,
+                {},
+            ),
+            (
+                verify_challenge,
+                Category.CREATE,
+                "Submit an out-of-band verification code (verify tier or danger zone hard block).",
+                (
+                    p("challenge_id", "verificationId from an autonomy_pause or danger_zone notification", required=True),
+                    p(
+                        "code",
+                        "Verification code shown to the human operator (never to the agent)",
+                        required=True,
+                        sensitive=True,
+                    ),
+                ),
+                verified,
+                {},
+            ),
         ]
         return [
-            OperationSpec(fn.__name__, cat, doc, handler=fn, params=params, returns=ret, context_param="ctx",
-                          is_async=True, origin="mcpaql.safety", extensions=dict(ext), types=_TYPES, **extra)
+            OperationSpec(
+                fn.__name__,
+                cat,
+                doc,
+                handler=fn,
+                params=params,
+                returns=ret,
+                context_param="ctx",
+                is_async=True,
+                origin="mcpaql.safety",
+                extensions=dict(ext),
+                types=_TYPES,
+                **extra,
+            )
             for fn, cat, doc, params, ret, extra in table
         ]
 
@@ -620,35 +846,60 @@ def _f(name: str, type_: str, required: bool, description: str, **extra: Any) ->
 
 # CORE §8.7.1 / §8.7.3 shapes for ``introspect types`` (names as the spec spells them).
 _TYPES = (
-    TypeSpec("SafetyTier", "enum", "Risk tier of an evaluated action",
-             values=("advisory", "confirm", "verify", "danger_zone")),
-    TypeSpec("AutonomyDirective", "object", "Whether the agent may proceed with the reported action", fields=(
-        _f("continue", "boolean", True, "May the agent proceed"),
-        _f("factors", "array", True, "Human-readable decision factors"),
-        _f("stopped", "boolean", False, "Hard-blocked until out-of-band verification"),
-        _f("reason", "string", False, "Why paused or stopped"),
-        _f("stepsRemaining", "integer", False, "Steps before the mandatory pause"),
-        _f("nextStepRisk", "string", False, "SafetyTier of the action",
-           enum=["advisory", "confirm", "verify", "danger_zone"]),
-        _f("notifications", "array", False, "AgentNotification events since the last step"),
-    )),
-    TypeSpec("AgentNotification", "object", "An event delivered on the next record_execution_step", fields=(
-        _f("type", "string", True, "Notification type",
-           enum=["permission_pending", "autonomy_pause", "danger_zone", "status", "error"]),
-        _f("message", "string", True, "Human-readable description"),
-        _f("metadata", "object", False, "operation, reason, level, verificationId"),
-        _f("timestamp", "string", True, "ISO 8601"),
-    )),
-    TypeSpec("ExecutionState", "object", "State of a monitored execution (CORE §8.4.3)", fields=(
-        _f("execution_id", "string", True, "Execution id"),
-        _f("status", "string", True, "Core state", enum=["pending", "running", "completed", "failed", "cancelled"]),
-        _f("started_at", "string", False, "ISO 8601"),
-        _f("finished_at", "string", False, "ISO 8601"),
-    )),
-    TypeSpec("VerificationResult", "object", "Outcome of confirm_operation / verify_challenge", fields=(
-        _f("verified", "boolean", True, "The code was right"),
-        _f("challenge_id", "string", True, "The challenge"),
-        _f("element_name", "string", True, "The agent it concerned"),
-        _f("kind", "string", True, "confirm, verify or danger_zone"),
-    )),
+    TypeSpec("SafetyTier", "enum", "Risk tier of an evaluated action", values=("advisory", "confirm", "verify", "danger_zone")),
+    TypeSpec(
+        "AutonomyDirective",
+        "object",
+        "Whether the agent may proceed with the reported action",
+        fields=(
+            _f("continue", "boolean", True, "May the agent proceed"),
+            _f("factors", "array", True, "Human-readable decision factors"),
+            _f("stopped", "boolean", False, "Hard-blocked until out-of-band verification"),
+            _f("reason", "string", False, "Why paused or stopped"),
+            _f("stepsRemaining", "integer", False, "Steps before the mandatory pause"),
+            _f(
+                "nextStepRisk", "string", False, "SafetyTier of the action", enum=["advisory", "confirm", "verify", "danger_zone"]
+            ),
+            _f("notifications", "array", False, "AgentNotification events since the last step"),
+        ),
+    ),
+    TypeSpec(
+        "AgentNotification",
+        "object",
+        "An event delivered on the next record_execution_step",
+        fields=(
+            _f(
+                "type",
+                "string",
+                True,
+                "Notification type",
+                enum=["permission_pending", "autonomy_pause", "danger_zone", "status", "error"],
+            ),
+            _f("message", "string", True, "Human-readable description"),
+            _f("metadata", "object", False, "operation, reason, level, verificationId"),
+            _f("timestamp", "string", True, "ISO 8601"),
+        ),
+    ),
+    TypeSpec(
+        "ExecutionState",
+        "object",
+        "State of a monitored execution (CORE §8.4.3)",
+        fields=(
+            _f("execution_id", "string", True, "Execution id"),
+            _f("status", "string", True, "Core state", enum=["pending", "running", "completed", "failed", "cancelled"]),
+            _f("started_at", "string", False, "ISO 8601"),
+            _f("finished_at", "string", False, "ISO 8601"),
+        ),
+    ),
+    TypeSpec(
+        "VerificationResult",
+        "object",
+        "Outcome of confirm_operation / verify_challenge",
+        fields=(
+            _f("verified", "boolean", True, "The code was right"),
+            _f("challenge_id", "string", True, "The challenge"),
+            _f("element_name", "string", True, "The agent it concerned"),
+            _f("kind", "string", True, "confirm, verify or danger_zone"),
+        ),
+    ),
 )

@@ -50,8 +50,9 @@ class RateRule:
     @classmethod
     def parse(cls, d: dict[str, Any]) -> RateRule:
         match = d.get("match") or d.get("endpoint") or d.get("category") or d.get("operation") or "*"
-        return cls(int(d["limit"]), d.get("window", "minute"), d.get("scope", "global"), str(match),
-                   bool(d.get("per_session", False)))
+        return cls(
+            int(d["limit"]), d.get("window", "minute"), d.get("scope", "global"), str(match), bool(d.get("per_session", False))
+        )
 
     def applies(self, spec: OperationSpec) -> bool:
         if self.scope == "global":
@@ -84,8 +85,9 @@ class Quota:
 
 
 class RateLimiter:
-    def __init__(self, store: Store, adapter: str, rules: list[RateRule], quotas: list[Quota],
-                 tokens: ConfirmationService) -> None:
+    def __init__(
+        self, store: Store, adapter: str, rules: list[RateRule], quotas: list[Quota], tokens: ConfirmationService
+    ) -> None:
         self.store = store
         self.adapter = adapter
         self.rules = rules
@@ -125,8 +127,14 @@ class RateLimiter:
         return MCPAQLError(
             "RATE_LIMIT_EXCEEDED",
             f"Rate limit of '{rule.limit}' requests per '{rule.window}' reached",
-            {"limit": rule.limit, "remaining": 0, "window": rule.window, "resets_at": iso(w.resets_at),
-             "retry_after_seconds": w.retry_after(), "scope": rule.scope},
+            {
+                "limit": rule.limit,
+                "remaining": 0,
+                "window": rule.window,
+                "resets_at": iso(w.resets_at),
+                "retry_after_seconds": w.retry_after(),
+                "scope": rule.scope,
+            },
         )
 
     async def _quota(self, q: Quota, w: Window, spec: OperationSpec, values: dict[str, Any], ctx: Context) -> None:
@@ -135,19 +143,30 @@ class RateLimiter:
             raise MCPAQLError(
                 "RATE_LIMIT_QUOTA_EXHAUSTED",
                 f"Quota '{q.metric}' exhausted ('{current}' of '{q.hard_stop}')",
-                {"metric": q.metric, "current": current, "hard_stop_threshold": q.hard_stop,
-                 "resets_at": iso(w.resets_at), "retry_after_seconds": w.retry_after()},
+                {
+                    "metric": q.metric,
+                    "current": current,
+                    "hard_stop_threshold": q.hard_stop,
+                    "resets_at": iso(w.resets_at),
+                    "retry_after_seconds": w.retry_after(),
+                },
             )
         if current >= q.pause:
             mark = f"qack:{self.adapter}:{q.metric}:{int(w.resets_at)}"
             if await self.store.get(NS_MARK, mark) is None:
                 token = ctx.request_meta.get("_quota_continue")
                 if token is None:
-                    issued = await self.tokens.issue("quota_continue", spec.name, values, *self.tokens.caller(ctx),
-                                                     context={"quota_metric": q.metric})
-                    details: dict[str, Any] = {"metric": q.metric, "current": current, "pause_threshold": q.pause,
-                                               "confirmation_token": issued.token, "expires_at": issued.expires_iso,
-                                               "retry_after_seconds": 0}
+                    issued = await self.tokens.issue(
+                        "quota_continue", spec.name, values, *self.tokens.caller(ctx), context={"quota_metric": q.metric}
+                    )
+                    details: dict[str, Any] = {
+                        "metric": q.metric,
+                        "current": current,
+                        "pause_threshold": q.pause,
+                        "confirmation_token": issued.token,
+                        "expires_at": issued.expires_iso,
+                        "retry_after_seconds": 0,
+                    }
                     if q.hard_stop is not None:
                         details["hard_stop_threshold"] = q.hard_stop
                     raise MCPAQLError(
@@ -178,17 +197,36 @@ class RateLimiter:
                 state = "paused"
             elif w.count >= q.warn:
                 state = "warn"
-            quotas.append({"metric": q.metric, "current": w.count, "warn": q.warn, "pause": q.pause,
-                           "hard_stop": q.hard_stop, "status": state})
+            quotas.append(
+                {
+                    "metric": q.metric,
+                    "current": w.count,
+                    "warn": q.warn,
+                    "pause": q.pause,
+                    "hard_stop": q.hard_stop,
+                    "status": state,
+                }
+            )
             resets.append(w.resets_at)
         limits = []
         for i, rule in enumerate(self.rules):
             if rule.per_session:
                 continue
             w = await self.store.peek_window(self._rule_key(i, rule, ""), WINDOWS[rule.window])
-            limits.append({"scope": rule.scope, "match": rule.match, "limit": rule.limit,
-                           "remaining": max(0, rule.limit - w.count), "window": rule.window,
-                           "resets_at": iso(w.resets_at)})
+            limits.append(
+                {
+                    "scope": rule.scope,
+                    "match": rule.match,
+                    "limit": rule.limit,
+                    "remaining": max(0, rule.limit - w.count),
+                    "window": rule.window,
+                    "resets_at": iso(w.resets_at),
+                }
+            )
             resets.append(w.resets_at)
-        return {"adapter": self.adapter, "api_limits": limits, "quotas": quotas,
-                "next_reset": iso(min(resets)) if resets else None}
+        return {
+            "adapter": self.adapter,
+            "api_limits": limits,
+            "quotas": quotas,
+            "next_reset": iso(min(resets)) if resets else None,
+        }

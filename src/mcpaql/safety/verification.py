@@ -116,13 +116,16 @@ class OSDialogChannel(DisplayChannel):
     async def show(self, challenge: dict[str, Any]) -> None:
         if self.command is None:
             return
-        text = (f"Agent '{challenge['agent']}' wants to: {challenge.get('action') or ''}\n"
-                f"Reason: {challenge.get('reason') or ''}\n\nVerification code: {challenge['code']}")
+        text = (
+            f"Agent '{challenge['agent']}' wants to: {challenge.get('action') or ''}\n"
+            f"Reason: {challenge.get('reason') or ''}\n\nVerification code: {challenge['code']}"
+        )
         if self.command[0] == "osascript":
             text = f'display dialog "{text.replace(chr(34), chr(39))}" with title "mcpaql verification"'
         try:
-            await asyncio.create_subprocess_exec(*self.command, text, stdout=asyncio.subprocess.DEVNULL,
-                                                 stderr=asyncio.subprocess.DEVNULL)
+            await asyncio.create_subprocess_exec(
+                *self.command, text, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+            )
         except OSError as e:
             log.warning("OS dialog display channel failed: %s", type(e).__name__)
 
@@ -148,15 +151,23 @@ class Challenges:
         # never holds them, so a page in another process shows those challenges without a code.
         self._codes: dict[str, tuple[str, float]] = {}
 
-    async def create(self, agent: str, kind: str, *, action: str = "", reason: str = "",
-                     **extra: Any) -> dict[str, Any]:
+    async def create(self, agent: str, kind: str, *, action: str = "", reason: str = "", **extra: Any) -> dict[str, Any]:
         """Create and display a challenge for identity ``agent``; return its public form (no code)."""
         code = new_code()
         now = time.time()
         cid = str(uuid.uuid4())
-        rec = {"id": cid, "agent": agent, "kind": kind, "action": action[:500], "reason": reason,
-               "created_at": iso(now), "expires_at": now + self.ttl, "expires_iso": iso(now + self.ttl),
-               "code_seal": seal(normalize_code(code)), **extra}
+        rec = {
+            "id": cid,
+            "agent": agent,
+            "kind": kind,
+            "action": action[:500],
+            "reason": reason,
+            "created_at": iso(now),
+            "expires_at": now + self.ttl,
+            "expires_iso": iso(now + self.ttl),
+            "code_seal": seal(normalize_code(code)),
+            **extra,
+        }
         await self.store.put(NS_CHALLENGE, cid, rec, purge_at=now + self.ttl + 3600)
         self._codes = {k: v for k, v in self._codes.items() if v[1] > now}
         self._codes[cid] = (code, now + self.ttl)
@@ -194,8 +205,7 @@ class Challenges:
     def _fail_key(self, caller: str) -> str:
         return f"oobfail:{caller}"
 
-    async def verify(self, cid: Any, code: Any, *, caller: str,
-                     kinds: tuple[str, ...] | None = None) -> dict[str, Any]:
+    async def verify(self, cid: Any, code: Any, *, caller: str, kinds: tuple[str, ...] | None = None) -> dict[str, Any]:
         """Check ``code`` for challenge ``cid`` on behalf of identity ``caller``; return the
         public challenge or raise. Another identity's challenge is treated as unknown."""
         cid = cid if isinstance(cid, str) else ""
@@ -205,8 +215,13 @@ class Challenges:
             raise MCPAQLError(
                 "RATE_LIMIT_EXCEEDED",
                 "Too many failed verification attempts from this caller; try again later",
-                {"limit": self.max_failures, "remaining": 0, "window": "minute", "resets_at": iso(fails.resets_at),
-                 "retry_after_seconds": fails.retry_after()},
+                {
+                    "limit": self.max_failures,
+                    "remaining": 0,
+                    "window": "minute",
+                    "resets_at": iso(fails.resets_at),
+                    "retry_after_seconds": fails.retry_after(),
+                },
             )
         peek = await self.store.get(NS_CHALLENGE, cid) if cid else None
         if peek is not None and peek.get("agent") != caller:
@@ -230,18 +245,19 @@ class Challenges:
             reason = "wrong_code"
         if reason is not None:
             w = await self.store.incr_window(self._fail_key(caller), self.window)
-            await self.audit("VERIFICATION_FAILED", challenge_id=cid, agent=caller, outcome="failure",
-                             failure_reason=reason)
+            await self.audit("VERIFICATION_FAILED", challenge_id=cid, agent=caller, outcome="failure", failure_reason=reason)
             msg = "Verification challenge has expired" if reason == "expired" else "Verification failed"
             raise MCPAQLError(
                 "PERMISSION_DENIED",
                 f"Permission denied: '{msg}; a new challenge is issued on the next record_execution_step'",
-                {"reason": "challenge_expired" if reason == "expired" else "verification_failed",
-                 "challenge_id": cid, "attempts_remaining": max(0, self.max_failures - w.count)},
+                {
+                    "reason": "challenge_expired" if reason == "expired" else "verification_failed",
+                    "challenge_id": cid,
+                    "attempts_remaining": max(0, self.max_failures - w.count),
+                },
             )
         assert rec is not None
-        await self.audit("VERIFICATION_SUCCEEDED", challenge_id=cid, agent=caller, kind=rec.get("kind"),
-                         outcome="success")
+        await self.audit("VERIFICATION_SUCCEEDED", challenge_id=cid, agent=caller, kind=rec.get("kind"), outcome="success")
         return public(rec)
 
     async def discard(self, cid: str) -> None:

@@ -75,15 +75,15 @@ def secure_file(path: Path) -> None:
         parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     if parent.stat().st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not parent.stat().st_mode & stat.S_ISVTX:
         raise InsecureStoreError(
-            f"safety store directory {parent} is writable by other users: chmod 700 it or choose another store path")
+            f"safety store directory {parent} is writable by other users: chmod 700 it or choose another store path"
+        )
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         mode = os.fstat(fd).st_mode
     finally:
         os.close(fd)
     if mode & 0o077:
-        raise InsecureStoreError(
-            f"safety store {path} is readable by other users (mode {stat.S_IMODE(mode):o}): chmod 600 it")
+        raise InsecureStoreError(f"safety store {path} is readable by other users (mode {stat.S_IMODE(mode):o}): chmod 600 it")
 
 
 class SQLiteStore(Store):
@@ -199,9 +199,7 @@ class SQLiteStore(Store):
 
     async def take(self, ns: str, key: str) -> Record | None:
         def op(db: sqlite3.Connection) -> Record | None:
-            row = db.execute(
-                "DELETE FROM records WHERE ns=? AND key=? RETURNING value, purge_at", (ns, key)
-            ).fetchone()
+            row = db.execute("DELETE FROM records WHERE ns=? AND key=? RETURNING value, purge_at", (ns, key)).fetchone()
             return self._live(row, time.time())
 
         rec = await self._run(op, tx=True)
@@ -231,9 +229,7 @@ class SQLiteStore(Store):
     async def scan(self, ns: str, where: Record | None = None) -> list[Record]:
         def op(db: sqlite3.Connection) -> list[Record]:
             now = time.time()
-            rows = db.execute(
-                "SELECT value FROM records WHERE ns=? AND (purge_at IS NULL OR purge_at > ?)", (ns, now)
-            ).fetchall()
+            rows = db.execute("SELECT value FROM records WHERE ns=? AND (purge_at IS NULL OR purge_at > ?)", (ns, now)).fetchall()
             out = [json.loads(r[0]) for r in rows]
             return [r for r in out if matches(r, where)]
 
@@ -286,9 +282,7 @@ class SQLiteStore(Store):
 
     async def read_audit(self, after: int = 0, limit: int = 1000) -> list[Record]:
         def op(db: sqlite3.Connection) -> list[Record]:
-            rows = db.execute(
-                "SELECT seq, entry FROM audit WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit)
-            ).fetchall()
+            rows = db.execute("SELECT seq, entry FROM audit WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit)).fetchall()
             return [{**json.loads(e), "seq": s} for s, e in rows]
 
         return await self._run(op)

@@ -48,8 +48,21 @@ class RedisServer:
             raise RuntimeError("redis-server is not installed (Debian package: redis-server)")
         self.port = free_port()
         args = [
-            exe, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.dir),
-            "--save", "", "--appendonly", "no", "--protected-mode", "yes", "--daemonize", "no",
+            exe,
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--dir",
+            str(self.dir),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "yes",
+            "--daemonize",
+            "no",
         ]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 10

@@ -4,5 +4,15 @@ from .build import build_schema, format_report, write_schema
 from .bundle import capture, capture_fixture, capture_live
 from .load import AdapterRuntime, AdapterSchema, load_adapter_schema, serve_adapter
 
-__all__ = ["AdapterRuntime", "AdapterSchema", "build_schema", "capture", "capture_fixture", "capture_live",
-           "format_report", "load_adapter_schema", "serve_adapter", "write_schema"]
+__all__ = [
+    "AdapterRuntime",
+    "AdapterSchema",
+    "build_schema",
+    "capture",
+    "capture_fixture",
+    "capture_live",
+    "format_report",
+    "load_adapter_schema",
+    "serve_adapter",
+    "write_schema",
+]

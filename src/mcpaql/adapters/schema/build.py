@@ -57,12 +57,17 @@ def load_overrides(overrides: str | Path | Mapping[str, Any] | None) -> dict[str
 def _target(source: Mapping[str, Any]) -> dict[str, Any]:
     url = str(source.get("server_url", ""))
     transport = "http" if url.startswith(("http://", "https://")) else "native"
-    return {"base_url": url.rstrip("/") if transport == "http" else url, "transport": transport, "protocol": "custom",
-            "serialization": "json"}
+    return {
+        "base_url": url.rstrip("/") if transport == "http" else url,
+        "transport": transport,
+        "protocol": "custom",
+        "serialization": "json",
+    }
 
 
-def build_schema(bundle: Mapping[str, Any], overrides: str | Path | Mapping[str, Any] | None = None
-                 ) -> tuple[dict[str, Any], dict[str, Any]]:
+def build_schema(
+    bundle: Mapping[str, Any], overrides: str | Path | Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Return ``(adapter_schema, build_report)``."""
     ov = load_overrides(overrides)
     source = bundle["source"]
@@ -85,8 +90,15 @@ def build_schema(bundle: Mapping[str, Any], overrides: str | Path | Mapping[str,
     auth = source.get("auth") or {"type": "none"}
     if auth.get("type") != "none":
         schema["auth"] = {k: v for k, v in auth.items() if k in ("type", "header", "prefix", "token_env")}
-    report: dict[str, Any] = {"adapter": name, "source": source.get("name"), "operations": [], "ambiguities": [],
-                              "excluded": [], "overrides_applied": [], "warnings": list(bundle["normalized_bundle"]["warnings"])}
+    report: dict[str, Any] = {
+        "adapter": name,
+        "source": source.get("name"),
+        "operations": [],
+        "ambiguities": [],
+        "excluded": [],
+        "overrides_applied": [],
+        "warnings": list(bundle["normalized_bundle"]["warnings"]),
+    }
     per_op: Mapping[str, Any] = ov.get("operations") or {}
     excludes = list(ov.get("exclude") or [])
     groups: dict[str, list[dict[str, Any]]] = {c.value.lower(): [] for c in Category}
@@ -116,8 +128,11 @@ def build_schema(bundle: Mapping[str, Any], overrides: str | Path | Mapping[str,
                 if k in p:
                     d[k] = p[k]
             params[p["name"]] = d
-        od: dict[str, Any] = {"name": final, "maps_to": rec["maps_to"],
-                              "description": str(o.get("description") or rec["description"])}
+        od: dict[str, Any] = {
+            "name": final,
+            "maps_to": rec["maps_to"],
+            "description": str(o.get("description") or rec["description"]),
+        }
         if params:
             od["params"] = params
         od["response"] = {"type": "object", "description": rec["returns"]["description"]}
@@ -130,14 +145,22 @@ def build_schema(bundle: Mapping[str, Any], overrides: str | Path | Mapping[str,
         overridden = sorted(k for k in o if k != "exclude")
         if overridden:
             report["overrides_applied"].append({"tool": tool, "fields": overridden})
-        entry = {"tool": tool, "operation": final, "category": category, "confidence": rec["endpoint_confidence"],
-                 "danger_level": danger, "needs_review": rec["needs_review"] and "category" not in o,
-                 "review_reasons": rec["review_reasons"], "inference": rec["provenance"].get("inference_sources", {}),
-                 "overridden": overridden}
+        entry = {
+            "tool": tool,
+            "operation": final,
+            "category": category,
+            "confidence": rec["endpoint_confidence"],
+            "danger_level": danger,
+            "needs_review": rec["needs_review"] and "category" not in o,
+            "review_reasons": rec["review_reasons"],
+            "inference": rec["provenance"].get("inference_sources", {}),
+            "overridden": overridden,
+        }
         report["operations"].append(entry)
         if entry["needs_review"]:
-            report["ambiguities"].append({"tool": tool, "operation": final, "category": category,
-                                          "reasons": rec["review_reasons"]})
+            report["ambiguities"].append(
+                {"tool": tool, "operation": final, "category": category, "reasons": rec["review_reasons"]}
+            )
     schema["operations"] = {k: v for k, v in groups.items() if v}
     report["by_category"] = {k.upper(): len(v) for k, v in groups.items() if v}
     report["why"] = _reasons(bundle)
@@ -162,17 +185,22 @@ def _read_only_excluded(bundle: Mapping[str, Any]) -> dict[str, str]:
 
 def format_report(report: Mapping[str, Any]) -> str:
     """The build report as Markdown for humans (the dict is for machines)."""
-    lines = [f"# Build report: {report['adapter']}", "",
-             "| category | operations |", "|---|---|"]
+    lines = [f"# Build report: {report['adapter']}", "", "| category | operations |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in report["by_category"].items()]
     lines += ["", f"## Needs review ({len(report['ambiguities'])})", ""]
     lines += [f"- `{a['tool']}` → {a['category']}: {'; '.join(a['reasons'])}" for a in report["ambiguities"]] or ["- none"]
-    lines += ["", "## Classification", "", "| tool | operation | category | confidence | danger | why |",
-              "|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Classification",
+        "",
+        "| tool | operation | category | confidence | danger | why |",
+        "|---|---|---|---|---|---|",
+    ]
     for e in report["operations"]:
         why = "; ".join(report["why"].get(e["tool"], []))
-        lines.append(f"| `{e['tool']}` | `{e['operation']}` | {e['category']} | {e['confidence']} "
-                     f"| {e['danger_level']} | {why} |")
+        lines.append(
+            f"| `{e['tool']}` | `{e['operation']}` | {e['category']} | {e['confidence']} | {e['danger_level']} | {why} |"
+        )
     if report["excluded"]:
         lines += ["", "## Excluded", ""] + [f"- `{t}`" for t in report["excluded"]]
     ro = report.get("read_only_excluded") or {}
@@ -201,8 +229,9 @@ class BuildError(ValueError):
         self.problems = problems
 
 
-def build_checked(bundle_path: str | Path, overrides: str | Path | None, out: str | Path
-                  ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+def build_checked(
+    bundle_path: str | Path, overrides: str | Path | None, out: str | Path
+) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """``schema build``: read and check the bundle (its documented shape), build, check the
     result the way ``mcpaql serve`` will load it (strict on output), then write it. Returns
     ``(schema, report, warnings)``; raises :class:`BuildError` instead of writing anything bad."""
@@ -234,8 +263,10 @@ def build_checked(bundle_path: str | Path, overrides: str | Path | None, out: st
         raise BuildError([f"built adapter schema: {e.message}"]) from None
     url = str(schema["target"]["base_url"])
     if not url.startswith(("http://", "https://", "stdio:")):
-        warnings.append(f"target.base_url: '{url[:60]}' says nothing about how to reach the server, so 'mcpaql serve' "
-                        "will refuse the file (capture the live server, or set base_url to its http(s):// URL or "
-                        "'stdio:COMMAND')")
+        warnings.append(
+            f"target.base_url: '{url[:60]}' says nothing about how to reach the server, so 'mcpaql serve' "
+            "will refuse the file (capture the live server, or set base_url to its http(s):// URL or "
+            "'stdio:COMMAND')"
+        )
     write_schema(schema, out)
     return schema, report, warnings

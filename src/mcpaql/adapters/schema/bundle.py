@@ -55,8 +55,14 @@ def _auth(headers: Mapping[str, str] | None) -> dict[str, Any]:
     return {"type": "none"}
 
 
-def source_for(spec: UpstreamSpec | None, *, name: str, server: Mapping[str, Any] | None = None,
-               captured_at: str | None = None, extra_config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def source_for(
+    spec: UpstreamSpec | None,
+    *,
+    name: str,
+    server: Mapping[str, Any] | None = None,
+    captured_at: str | None = None,
+    extra_config: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     config: dict[str, Any] = dict(extra_config or {})
     if spec is not None and spec.command is not None:
         url, transport = stdio_url([spec.command, *spec.args]), "stdio"
@@ -70,8 +76,11 @@ def source_for(spec: UpstreamSpec | None, *, name: str, server: Mapping[str, Any
             config["headers"] = {k: "<redacted>" for k in spec.headers}
         auth = _auth(spec.headers)
     else:
-        url, transport, auth = str(config.pop("server_url", f"stdio:{name}")), str(config.pop("transport", "stdio")), {
-            "type": "none"}
+        url, transport, auth = (
+            str(config.pop("server_url", f"stdio:{name}")),
+            str(config.pop("transport", "stdio")),
+            {"type": "none"},
+        )
     src: dict[str, Any] = {
         "name": name,
         "server_url": url,
@@ -114,20 +123,39 @@ def normalize_tool(tool: Mapping[str, Any], warnings: list[dict[str, Any]], used
         i += 1
     used.add(op)
     if op != name:
-        warnings.append({"code": "OPERATION_NAME_NORMALIZED", "severity": "info", "tool": name, "field": "name",
-                         "message": f"'{name}' exposed as '{op}' (snake_case, REQ-CLS-005)"})
+        warnings.append(
+            {
+                "code": "OPERATION_NAME_NORMALIZED",
+                "severity": "info",
+                "tool": name,
+                "field": "name",
+                "message": f"'{name}' exposed as '{op}' (snake_case, REQ-CLS-005)",
+            }
+        )
     schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), Mapping) else None
     if schema is None:
-        warnings.append({"code": "INPUT_SCHEMA_MISSING", "severity": "warning", "tool": name, "field": "inputSchema",
-                         "message": "the tool declares no inputSchema; it takes no parameters"})
+        warnings.append(
+            {
+                "code": "INPUT_SCHEMA_MISSING",
+                "severity": "warning",
+                "tool": name,
+                "field": "inputSchema",
+                "message": "the tool declares no inputSchema; it takes no parameters",
+            }
+        )
     resolved = resolve(dict(schema or {}), pascal(op, "input"))
     required = set((schema or {}).get("required") or [])
     params: list[dict[str, Any]] = []
     for original, ps in (resolved.get("properties") or {}).items():
         ps = ps if isinstance(ps, Mapping) else {}
         pname = snake_name(original)
-        rec: dict[str, Any] = {"name": pname, "original_name": original, "type": _json_type(ps),
-                               "required": original in required, "source_path": f"inputSchema.properties.{original}"}
+        rec: dict[str, Any] = {
+            "name": pname,
+            "original_name": original,
+            "type": _json_type(ps),
+            "required": original in required,
+            "source_path": f"inputSchema.properties.{original}",
+        }
         if ps.get("description"):
             rec["description"] = str(ps["description"])
         if "default" in ps:
@@ -136,23 +164,52 @@ def normalize_tool(tool: Mapping[str, Any], warnings: list[dict[str, Any]], used
             if all(isinstance(v, str) for v in ps["enum"]):
                 rec["enum"] = list(ps["enum"])
             else:
-                warnings.append({"code": "PARAM_ENUM_NOT_STRING", "severity": "info", "tool": name, "field": original,
-                                 "message": "non-string enum values are kept in raw_capture only"})
+                warnings.append(
+                    {
+                        "code": "PARAM_ENUM_NOT_STRING",
+                        "severity": "info",
+                        "tool": name,
+                        "field": original,
+                        "message": "non-string enum values are kept in raw_capture only",
+                    }
+                )
         for k in _PARAM_KEYS:
             if k in ps and (k not in ("minimum", "maximum") or isinstance(ps[k], int | float)):
                 rec[k] = ps[k]
         if pname != original:
-            warnings.append({"code": "PARAM_NAME_NORMALIZED", "severity": "info", "tool": name, "field": original,
-                             "message": f"parameter '{original}' exposed as '{pname}' (forwarded as '{original}')"})
+            warnings.append(
+                {
+                    "code": "PARAM_NAME_NORMALIZED",
+                    "severity": "info",
+                    "tool": name,
+                    "field": original,
+                    "message": f"parameter '{original}' exposed as '{pname}' (forwarded as '{original}')",
+                }
+            )
         if rec["type"] in ("object", "array") and type_label(ps) not in ("object", "array"):
-            warnings.append({"code": "PARAM_SCHEMA_NESTED", "severity": "info", "tool": name, "field": original,
-                             "message": f"nested shape {type_label(ps)} is kept in raw_capture (the adapter schema "
-                                        "cannot represent nested properties)"})
+            warnings.append(
+                {
+                    "code": "PARAM_SCHEMA_NESTED",
+                    "severity": "info",
+                    "tool": name,
+                    "field": original,
+                    "message": f"nested shape {type_label(ps)} is kept in raw_capture (the adapter schema "
+                    "cannot represent nested properties)",
+                }
+            )
         params.append(rec)
     if c.needs_review:
         for reason in c.review_reasons:
-            warnings.append({"code": "ENDPOINT_AMBIGUOUS", "severity": "warning", "tool": name, "field": "endpoint",
-                             "message": reason, "heuristic": "verb-grammar+annotations"})
+            warnings.append(
+                {
+                    "code": "ENDPOINT_AMBIGUOUS",
+                    "severity": "warning",
+                    "tool": name,
+                    "field": "endpoint",
+                    "message": reason,
+                    "heuristic": "verb-grammar+annotations",
+                }
+            )
     ann = tool.get("annotations") if isinstance(tool.get("annotations"), Mapping) else {}
     title = tool.get("title") or (ann or {}).get("title")
     prov: dict[str, Any] = {
@@ -196,8 +253,12 @@ def make_bundle(
     used: set[str] = set()
     ops = [normalize_tool(t, warnings, used) for t in tools]
     raw: dict[str, Any] = {"tools": tools, **dict(raw_extra or {})}
-    return {"schema_version": BUNDLE_VERSION, "source": source, "raw_capture": raw,
-            "normalized_bundle": {"operations": ops, "warnings": warnings}}
+    return {
+        "schema_version": BUNDLE_VERSION,
+        "source": source,
+        "raw_capture": raw,
+        "normalized_bundle": {"operations": ops, "warnings": warnings},
+    }
 
 
 def capture_fixture(path: str | Path, name: str | None = None) -> dict[str, Any]:
@@ -220,16 +281,25 @@ def capture_fixture(path: str | Path, name: str | None = None) -> dict[str, Any]
         config["command"] = meta["argv"]
     else:  # how it was captured is not recorded: say so rather than guess
         config["server_url"], config["transport"] = f"file:{urllib.parse.quote(p.name)}", "unknown"
-    src = source_for(None, name=name or meta.get("name") or stem, server=meta.get("server_info"),
-                     captured_at=meta.get("captured_at"), extra_config=config)
+    src = source_for(
+        None,
+        name=name or meta.get("name") or stem,
+        server=meta.get("server_info"),
+        captured_at=meta.get("captured_at"),
+        extra_config=config,
+    )
     return make_bundle(tools, src, extra)
 
 
 async def capture_live(spec: UpstreamSpec) -> dict[str, Any]:
     """Connect, read ``initialize`` metadata and ``tools/list`` (nothing is called), disconnect."""
     async with Upstream(spec) as up:
-        src = source_for(spec, name=spec.name, server=up.server_info,
-                         extra_config={"protocol_version": up.protocol_version, "timeout_ms": int(spec.connect_timeout * 1000)})
+        src = source_for(
+            spec,
+            name=spec.name,
+            server=up.server_info,
+            extra_config={"protocol_version": up.protocol_version, "timeout_ms": int(spec.connect_timeout * 1000)},
+        )
         if up.transport_used == "sse":
             src["transport"] = "sse"  # the legacy fallback: recorded as what it was
         return make_bundle(list(up.tools), src)

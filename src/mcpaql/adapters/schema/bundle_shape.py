@@ -22,8 +22,7 @@ from .check import sub
 
 Endpoint = Literal["CREATE", "READ", "UPDATE", "DELETE", "EXECUTE"]
 Danger = Literal["safe", "reversible", "destructive", "dangerous", "forbidden"]
-Inference = Literal["direct_source_metadata", "deterministic_normalization", "heuristic_classification",
-                    "manual_override"]
+Inference = Literal["direct_source_metadata", "deterministic_normalization", "heuristic_classification", "manual_override"]
 STANDARD_TRANSPORT = "streamable_http"
 EXTRA_TRANSPORTS = ("stdio", "sse", "unknown")
 
@@ -181,11 +180,14 @@ def bundle_problems(data: Any) -> tuple[list[str], list[str]]:
         return list(dict.fromkeys(errors)), []
     warnings = []
     if bundle.source.transport != STANDARD_TRANSPORT:
-        warnings.append(f"source.transport: '{bundle.source.transport}' is an mcpaql extension (the bundle contract "
-                        f"names only '{STANDARD_TRANSPORT}')")
+        warnings.append(
+            f"source.transport: '{bundle.source.transport}' is an mcpaql extension (the bundle contract "
+            f"names only '{STANDARD_TRANSPORT}')"
+        )
     raw = {t.name for t in bundle.raw_capture.tools}
     for i, op in enumerate(bundle.normalized_bundle.operations):
         if op.source_tool_name not in raw:
-            warnings.append(f"normalized_bundle.operations[{i}].source_tool_name: '{op.source_tool_name}' is not in "
-                            "raw_capture.tools")
+            warnings.append(
+                f"normalized_bundle.operations[{i}].source_tool_name: '{op.source_tool_name}' is not in raw_capture.tools"
+            )
     return [], warnings

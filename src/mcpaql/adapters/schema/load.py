@@ -107,8 +107,11 @@ class AdapterSchema:
         if url.startswith("stdio:"):
             return UpstreamSpec.from_argv(argv_from_stdio_url(url), name=up)
         if not url.startswith(("http://", "https://")):
-            raise SchemaError("SCHEMA_INVALID_TYPE", f"target.base_url: '{url[:60]}' cannot be served (an MCP upstream "
-                              "is reached at an http(s):// URL or started from a 'stdio:COMMAND' URI)")
+            raise SchemaError(
+                "SCHEMA_INVALID_TYPE",
+                f"target.base_url: '{url[:60]}' cannot be served (an MCP upstream "
+                "is reached at an http(s):// URL or started from a 'stdio:COMMAND' URI)",
+            )
         return UpstreamSpec.from_url(url, name=up, headers=self._headers(env_refs=True) or None)
 
     def _headers(self, env_refs: bool = False) -> dict[str, str]:
@@ -128,10 +131,13 @@ class AdapterSchema:
             return {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode("ascii")}
         return {}
 
-    def registry(self, mcp_call: CallFn | None = None, live_tools: list[dict[str, Any]] | None = None,
-                 http: httpx.AsyncClient | None = None) -> Registry:
-        reg = Registry(self.name, version=str(self.data["version"]), description=str(self.data["description"]),
-                       open_world=True)
+    def registry(
+        self,
+        mcp_call: CallFn | None = None,
+        live_tools: list[dict[str, Any]] | None = None,
+        http: httpx.AsyncClient | None = None,
+    ) -> Registry:
+        reg = Registry(self.name, version=str(self.data["version"]), description=str(self.data["description"]), open_world=True)
         by_name = {str(t["name"]): t for t in live_tools or []}
         limit = (self.data.get("rate_limits") or {}).get("concurrent_requests")
         if limit and not hasattr(self, "_slots"):
@@ -161,8 +167,15 @@ class AdapterSchema:
         out = []
         for pname, pd in _paginated(op).items():
             schema = {k: v for k, v in pd.items() if k not in ("required", "default", "description")}
-            out.append(ParamSpec(pname, schema, required=bool(pd.get("required")), description=pd.get("description"),
-                                 default=pd.get("default", NO_DEFAULT)))
+            out.append(
+                ParamSpec(
+                    pname,
+                    schema,
+                    required=bool(pd.get("required")),
+                    description=pd.get("description"),
+                    default=pd.get("default", NO_DEFAULT),
+                )
+            )
         return out
 
     def _danger(self, cat: Category, op: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
@@ -175,19 +188,19 @@ class AdapterSchema:
             ext["danger"] = dict(block)
         return danger, ext
 
-    def _mcp_spec(self, cat: Category, op: dict[str, Any], tool: str, live: dict[str, Any] | None, call: CallFn
-                  ) -> OperationSpec:
+    def _mcp_spec(self, cat: Category, op: dict[str, Any], tool: str, live: dict[str, Any] | None, call: CallFn) -> OperationSpec:
         danger, ext = self._danger(cat, op)
-        c = Classification(cat, "high", danger or CATEGORY_DEFAULT[cat].label, ("adapter schema",),
-                           source="manual_override")
+        c = Classification(cat, "high", danger or CATEGORY_DEFAULT[cat].label, ("adapter schema",), source="manual_override")
         base = live or {"name": tool, "description": op.get("description"), "inputSchema": {}}
-        spec = spec_from_tool(base, call, name=str(op["name"]), classification=c,
-                              field_selection=bool(op.get("supports_fields")))
+        spec = spec_from_tool(base, call, name=str(op["name"]), classification=c, field_selection=bool(op.get("supports_fields")))
         if live is None:
             spec = replace(spec, params=tuple(replace(p, map_to=None) for p in self._flat_params(op)))
-        return replace(spec, description=str(op.get("description") or spec.description),
-                       dangerous=danger in ("dangerous", "forbidden") or bool(op.get("requires_confirmation")),
-                       extensions={**spec.extensions, **ext})
+        return replace(
+            spec,
+            description=str(op.get("description") or spec.description),
+            dangerous=danger in ("dangerous", "forbidden") or bool(op.get("requires_confirmation")),
+            extensions={**spec.extensions, **ext},
+        )
 
     def _http_spec(self, cat: Category, op: dict[str, Any], http: httpx.AsyncClient | None) -> OperationSpec:
         m = _HTTP_RE.match(str(op["maps_to"]))
@@ -208,8 +221,7 @@ class AdapterSchema:
             kwargs.pop(CTX_PARAM, None)
             fields = (kwargs.pop(FIELDS, None) if selectable else None) or default_fields
             # One segment per placeholder, dot segments refused: the route is the one the file names.
-            url = build_url(httpx.URL(base), path, {k: path_segment(k, kwargs[k]) for k in placeholders if k in kwargs},
-                            name)
+            url = build_url(httpx.URL(base), path, {k: path_segment(k, kwargs[k]) for k in placeholders if k in kwargs}, name)
             rest = {k: v for k, v in kwargs.items() if k not in placeholders}
             client = http or httpx.AsyncClient(timeout=30)
             try:
@@ -236,10 +248,18 @@ class AdapterSchema:
 
         danger, ext = self._danger(cat, op)
         return OperationSpec(
-            name=name, category=cat, description=str(op.get("description") or name.replace("_", " ")), handler=handler,
-            params=tuple(params), returns=TypeRef("Response", "object"), danger_level=danger,
+            name=name,
+            category=cat,
+            description=str(op.get("description") or name.replace("_", " ")),
+            handler=handler,
+            params=tuple(params),
+            returns=TypeRef("Response", "object"),
+            danger_level=danger,
             dangerous=danger in ("dangerous", "forbidden") or bool(op.get("requires_confirmation")),
-            context_param=CTX_PARAM, is_async=True, origin=op["maps_to"], extensions=ext,
+            context_param=CTX_PARAM,
+            is_async=True,
+            origin=op["maps_to"],
+            extensions=ext,
         )
 
     def info(self, effective_trust: str | None) -> dict[str, Any]:
@@ -263,8 +283,12 @@ class AdapterSchema:
         return out
 
 
-_PAGE_PARAMS = {"offset": ("offset", "limit"), "cursor": ("cursor", "limit"), "page": ("page", "per_page"),
-                "link_header": ("page", "per_page")}
+_PAGE_PARAMS = {
+    "offset": ("offset", "limit"),
+    "cursor": ("cursor", "limit"),
+    "page": ("page", "per_page"),
+    "link_header": ("page", "per_page"),
+}
 
 
 def _paginated(op: dict[str, Any]) -> dict[str, Any]:
@@ -297,8 +321,7 @@ def schema_warnings(data: dict[str, Any], filename: str | None = None) -> list[s
     out = []
     for k, v in (data.get("auth") or {}).items():
         if _SECRET_KEYS.search(k) and not k.endswith("_env") and isinstance(v, str) and v:
-            out.append(f"auth.{k} looks like an embedded credential: reference an environment variable "
-                       f"({k}_env) instead")
+            out.append(f"auth.{k} looks like an embedded credential: reference an environment variable ({k}_env) instead")
     name = data.get("name")
     if filename is not None and isinstance(name, str) and not filename.startswith(f"{name}-adapter."):
         # ELEM §1.3 (REQ-ADPT-003) names the file after the adapter; a warning, not an error, so
@@ -306,8 +329,10 @@ def schema_warnings(data: dict[str, Any], filename: str | None = None) -> list[s
         out.append(f"the file is conventionally named '{name}-adapter.md' (or .json/.yaml) after the adapter")
     desc = data.get("description")
     if isinstance(desc, str) and not 10 <= len(desc.strip()) <= 200:  # REQ-ADPT-006 (ELEM §4.4)
-        out.append(f"description is {len(desc.strip())} characters; describe the target API and its main "
-                   "capabilities in 10-200 characters")
+        out.append(
+            f"description is {len(desc.strip())} characters; describe the target API and its main "
+            "capabilities in 10-200 characters"
+        )
     url = str(data.get("target", {}).get("base_url", ""))
     host = urllib.parse.urlsplit(url).hostname or ""
     if url.startswith("http://") and host not in ("localhost", "127.0.0.1", "::1"):
@@ -342,8 +367,14 @@ class AdapterRuntime(EngineHolderBase):
 
     not_open_message = "use 'async with serve_adapter(...)'"
 
-    def __init__(self, schema: AdapterSchema, config: Config | None = None, upstream: UpstreamSpec | None = None,
-                 engine_kwargs: dict[str, Any] | None = None, safety: SafetyConfig | dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        schema: AdapterSchema,
+        config: Config | None = None,
+        upstream: UpstreamSpec | None = None,
+        engine_kwargs: dict[str, Any] | None = None,
+        safety: SafetyConfig | dict[str, Any] | None = None,
+    ) -> None:
         """``safety`` switches the safety layer on (see :func:`safety_settings` for how the file's
         own ``trust`` and ``rate_limits`` blocks combine with it)."""
         super().__init__(safety=safety_settings(schema, safety), engine_kwargs=engine_kwargs)
@@ -405,14 +436,19 @@ def quota_rules(block: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     q = (block or {}).get("quotas") or {}
     if q.get("enabled") is False:
         return []
-    return [{k: lim[k] for k in ("metric", "warn", "pause", "hard_stop") if k in lim}
-            for lim in q.get("limits") or [] if isinstance(lim.get("metric"), str) and lim["metric"] in METRICS]
+    return [
+        {k: lim[k] for k in ("metric", "warn", "pause", "hard_stop") if k in lim}
+        for lim in q.get("limits") or []
+        if isinstance(lim.get("metric"), str) and lim["metric"] in METRICS
+    ]
 
 
 def _gated(schema: AdapterSchema) -> bool:
     """Whether the file declares anything the gatekeeper must enforce."""
-    return any(op.get("requires_confirmation") or op.get("danger") or op.get("danger_level") in _CONFIRMED
-               or cat is Category.DELETE for cat, op in schema.operations())
+    return any(
+        op.get("requires_confirmation") or op.get("danger") or op.get("danger_level") in _CONFIRMED or cat is Category.DELETE
+        for cat, op in schema.operations()
+    )
 
 
 _CONFIRMED = ("destructive", "dangerous", "forbidden")
@@ -432,18 +468,32 @@ def safety_settings(schema: AdapterSchema, safety: SafetyConfig | dict[str, Any]
     data = schema.data
     rules = rate_rules(data.get("rate_limits"), data)
     quotas = quota_rules(data.get("rate_limits"))
-    confirm = [{"adapter": "*", "operation": str(op["name"]), "permission": "confirm"}
-               for _, op in schema.operations() if op.get("requires_confirmation")]
+    confirm = [
+        {"adapter": "*", "operation": str(op["name"]), "permission": "confirm"}
+        for _, op in schema.operations()
+        if op.get("requires_confirmation")
+    ]
     file_trust = trust_level(data.get("trust"))
     if safety is None:
         if not (rules or quotas or _gated(schema)):
             return None
-        return SafetyConfig(trust=file_trust or "certified", describe_danger=False, rate_limits=rules, quotas=quotas,
-                            policies=confirm, gatekeeper=_gated(schema))
+        return SafetyConfig(
+            trust=file_trust or "certified",
+            describe_danger=False,
+            rate_limits=rules,
+            quotas=quotas,
+            policies=confirm,
+            gatekeeper=_gated(schema),
+        )
     cfg = safety if isinstance(safety, SafetyConfig) else SafetyConfig.from_dict(dict(safety))
     trust = cfg.trust if cfg.trust is not None else file_trust
-    return replace(cfg, trust=trust, rate_limits=[*cfg.rate_limits, *rules], quotas=[*cfg.quotas, *quotas],
-                   policies=[*cfg.policies, *confirm])
+    return replace(
+        cfg,
+        trust=trust,
+        rate_limits=[*cfg.rate_limits, *rules],
+        quotas=[*cfg.quotas, *quotas],
+        policies=[*cfg.policies, *confirm],
+    )
 
 
 def serve_adapter(path: str | Path, **kw: Any) -> AdapterRuntime:

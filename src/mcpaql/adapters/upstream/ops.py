@@ -80,8 +80,7 @@ def params_from_schema(
                 # introspection promises is what the upstream receives. A ``null`` default is left
                 # to the upstream: FastMCP servers declare ``{"type": "string", "default": null}``
                 # and reject the null they documented (office-word-mcp-server).
-                default=pschema["default"] if pschema.get("default") is not None and original not in required
-                else NO_DEFAULT,
+                default=pschema["default"] if pschema.get("default") is not None and original not in required else NO_DEFAULT,
                 sensitive=bool(pschema.get("writeOnly")) or pschema.get("format") == "password",
             )
         )
@@ -190,12 +189,13 @@ def result_data(result: Mapping[str, Any], tool: str = "", *, keep: Iterable[str
     ``tool``, the exposed operation; paths in ``keep``, the call's arguments, stay in the message)."""
     content = list(result.get("content") or [])
     if result.get("isError"):
-        raise upstream_error(_joined_text(content) or "the upstream tool reported an error", tool=tool, keep=keep,
-                             origin=origin)
+        raise upstream_error(_joined_text(content) or "the upstream tool reported an error", tool=tool, keep=keep, origin=origin)
     structured = result.get("structuredContent")
     meta = result.get("_meta")
-    if structured is not None and not meta and all(
-        b.get("type") == "text" and set(b) <= {"type", "text"} and _text_repeats(b["text"], structured) for b in content
+    if (
+        structured is not None
+        and not meta
+        and all(b.get("type") == "text" and set(b) <= {"type", "text"} and _text_repeats(b["text"], structured) for b in content)
     ):
         return structured
     if structured is None and not meta and len(content) == 1 and set(content[0]) == {"type", "text"}:
@@ -220,9 +220,11 @@ def data_content(data: Any) -> tuple[list[dict[str, Any]], Any]:
         return [{"type": "text", "text": data}], None
     if data is None:
         return [], None
-    if isinstance(data, dict) and isinstance(data.get("content"), list) and set(data) <= {
-        "content", "structuredContent", "_meta"
-    }:
+    if (
+        isinstance(data, dict)
+        and isinstance(data.get("content"), list)
+        and set(data) <= {"content", "structuredContent", "_meta"}
+    ):
         return data["content"], data.get("structuredContent")
     return [], data
 
@@ -273,32 +275,64 @@ def _joined_text(content: list[Mapping[str, Any]]) -> str:
 
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(429|rate.?limit|too many requests|secondary rate)", re.I), "RATE_LIMIT_EXCEEDED"),
-    (re.compile(r"\b(401|403|unauthori[sz]ed|forbidden|permission denied|access denied|not permitted|EACCES|EPERM|"
-                r"outside (of )?(the )?allowed|not (in|on) (the |an? )?(allowed|allow) ?list|"
-                r"(path|directory|file|host|domain|url|command|operation|action|access|writes?|method) (is |are )?not allowed|"
-                r"read[- ]only (transaction|mode|database|connection|file ?system|session|replica|access)|"
-                r"in read[- ]only mode|insufficient (permission|privilege|scope|access)|bad credentials|"
-                r"requires authentication)", re.I), "PERMISSION_DENIED"),
-    (re.compile(r"\b(404|not found|no such|does not exist|doesn't exist|do not exist|could not find|"
-                r"can ?not find|unable to find|ENOENT|unknown (repository|issue|file|entity|node|user|project|table|"
-                r"database|resource|document|sheet|worksheet))", re.I), "NOT_FOUND_RESOURCE"),
+    (
+        re.compile(
+            r"\b(401|403|unauthori[sz]ed|forbidden|permission denied|access denied|not permitted|EACCES|EPERM|"
+            r"outside (of )?(the )?allowed|not (in|on) (the |an? )?(allowed|allow) ?list|"
+            r"(path|directory|file|host|domain|url|command|operation|action|access|writes?|method) (is |are )?not allowed|"
+            r"read[- ]only (transaction|mode|database|connection|file ?system|session|replica|access)|"
+            r"in read[- ]only mode|insufficient (permission|privilege|scope|access)|bad credentials|"
+            r"requires authentication)",
+            re.I,
+        ),
+        "PERMISSION_DENIED",
+    ),
+    (
+        re.compile(
+            r"\b(404|not found|no such|does not exist|doesn't exist|do not exist|could not find|"
+            r"can ?not find|unable to find|ENOENT|unknown (repository|issue|file|entity|node|user|project|table|"
+            r"database|resource|document|sheet|worksheet))",
+            re.I,
+        ),
+        "NOT_FOUND_RESOURCE",
+    ),
     (re.compile(r"\b(409|already exists|EEXIST|conflict)", re.I), "CONFLICT_ALREADY_EXISTS"),
-    (re.compile(r"\b(missing required|required (parameter|argument|property|field)|is required)", re.I),
-     "VALIDATION_MISSING_PARAM"),
-    (re.compile(r"\b(additional propert(y|ies)|unexpected (keyword )?(argument|parameter|field|property)|"
-                r"unknown (parameter|argument|field|property|option)|unrecogni[sz]ed (key|field|argument|parameter|option)|"
-                r"extra (fields?|inputs?) (are )?not permitted)", re.I), "VALIDATION_UNKNOWN_PARAM"),
-    (re.compile(r"\b((must|should) be (a |an )?(valid )?(string|number|integer|int|float|boolean|bool|array|list|object|"
-                r"dict|mapping)\b|expected .* (got|received)|wrong type|invalid type|TypeError)", re.I),
-     "VALIDATION_INVALID_TYPE"),
-    (re.compile(r"\b(must (point to|refer to|reference|match|be (one of|between|at (least|most)|less|greater|"
-                r"positive|negative|non-?empty|an? \w+ (file|path|url|id|name|value|range|address)))|is not one of|"
-                r"not an? valid|out of (range|bounds)|unsupported (file )?(type|format|extension|value)|"
-                r"invalid (value|format|range|path|url|uri|date|time|email|extension|cell|reference|name|id)|"
-                r"too (long|short|large|small|many|few)|exceeds (the )?(maximum|limit))", re.I),
-     "VALIDATION_INVALID_VALUE"),
-    (re.compile(r"\b(400|422|invalid|validation|must be|expected .* (got|received)|malformed|bad request)", re.I),
-     "VALIDATION_INVALID_TYPE"),
+    (
+        re.compile(r"\b(missing required|required (parameter|argument|property|field)|is required)", re.I),
+        "VALIDATION_MISSING_PARAM",
+    ),
+    (
+        re.compile(
+            r"\b(additional propert(y|ies)|unexpected (keyword )?(argument|parameter|field|property)|"
+            r"unknown (parameter|argument|field|property|option)|unrecogni[sz]ed (key|field|argument|parameter|option)|"
+            r"extra (fields?|inputs?) (are )?not permitted)",
+            re.I,
+        ),
+        "VALIDATION_UNKNOWN_PARAM",
+    ),
+    (
+        re.compile(
+            r"\b((must|should) be (a |an )?(valid )?(string|number|integer|int|float|boolean|bool|array|list|object|"
+            r"dict|mapping)\b|expected .* (got|received)|wrong type|invalid type|TypeError)",
+            re.I,
+        ),
+        "VALIDATION_INVALID_TYPE",
+    ),
+    (
+        re.compile(
+            r"\b(must (point to|refer to|reference|match|be (one of|between|at (least|most)|less|greater|"
+            r"positive|negative|non-?empty|an? \w+ (file|path|url|id|name|value|range|address)))|is not one of|"
+            r"not an? valid|out of (range|bounds)|unsupported (file )?(type|format|extension|value)|"
+            r"invalid (value|format|range|path|url|uri|date|time|email|extension|cell|reference|name|id)|"
+            r"too (long|short|large|small|many|few)|exceeds (the )?(maximum|limit))",
+            re.I,
+        ),
+        "VALIDATION_INVALID_VALUE",
+    ),
+    (
+        re.compile(r"\b(400|422|invalid|validation|must be|expected .* (got|received)|malformed|bad request)", re.I),
+        "VALIDATION_INVALID_TYPE",
+    ),
 )
 _MISSING = next(p for p, code in _RULES if code == "VALIDATION_MISSING_PARAM")
 _UNKNOWN = next(p for p, code in _RULES if code == "VALIDATION_UNKNOWN_PARAM")
@@ -330,9 +364,17 @@ def code_for_message(message: str, status: int | None = None) -> str:
     return "INTERNAL_ERROR"
 
 
-def upstream_error(message: str, *, tool: str = "", status: int | None = None, rpc_code: int | None = None,
-                   redact: Redactor | None = None, keep: Iterable[str] = (), lead: str = "",
-                   origin: str | None = None) -> MCPAQLError:
+def upstream_error(
+    message: str,
+    *,
+    tool: str = "",
+    status: int | None = None,
+    rpc_code: int | None = None,
+    redact: Redactor | None = None,
+    keep: Iterable[str] = (),
+    lead: str = "",
+    origin: str | None = None,
+) -> MCPAQLError:
     """An upstream failure as an MCPAQLError named after operation ``tool`` (the exposed name).
 
     The upstream's own words are kept — they name the bad argument or the missing file — but as

@@ -246,8 +246,12 @@ class CollectionRuntime:
         sortable = list(coll.sortable)
         sortable += [COMPUTED_PREFIX + n for n, c in self.computed.items() if c.sortable and COMPUTED_PREFIX + n not in sortable]
         self.sortable = sortable
-        checks = (("filterable", list(filterable)), ("sortable", sortable), ("searchable", self.searchable),
-                  ("key", [key] if key else []))
+        checks = (
+            ("filterable", list(filterable)),
+            ("sortable", sortable),
+            ("searchable", self.searchable),
+            ("key", [key] if key else []),
+        )
         for what, names in checks:
             unknown = [n for n in names if not self.selector.is_known(n)]
             if unknown:
@@ -427,7 +431,7 @@ class CollectionRuntime:
                     parameter_info("field", {"type": "string", "enum": list(self.sortable)}, True),
                     parameter_info("order", {"type": "string", "enum": ["asc", "desc"], "default": "asc"}, False),
                 ),
-            )
+            ),
         ]
 
     def description(self, base: str) -> str:
