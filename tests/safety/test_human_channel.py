@@ -66,9 +66,21 @@ def wait_for_file(path: Path, timeout: float = 30) -> str:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports: the sockets are held until all are chosen, so the MCP port and
+    the approval page's port can never be the same number (a port-0 page could otherwise land on
+    the port the MCP server is about to bind, and the readiness probe would reach the page)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 class Agent:
@@ -118,11 +130,11 @@ async def operator_approves_in_chromium(url: str, profile: Path) -> list[str]:
 
 @pytest.fixture
 def http_serve(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes], Path]]:
-    port = free_port()
+    port, page_port = free_ports(2)
     errlog = tmp_path / "stderr.txt"
     with errlog.open("wb") as err:
         proc = subprocess.Popen(
-            serve_args(tmp_path, "--transport", "http", "--port", str(port)),
+            serve_args(tmp_path, "--transport", "http", "--port", str(port), "--approval-port", str(page_port)),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=err,
