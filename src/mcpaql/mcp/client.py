@@ -15,7 +15,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, TextIO, cast
 
 import httpx2
 import mcp_types as types
@@ -28,6 +28,11 @@ from .. import reaper
 from .sdk_private import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT, create_mcp_http_client
 
 RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+# The SDK's stubs are narrower than its code (mcp.client.session.ClientSession.send_request):
+# - ``type-var``: ReceiveResultT is bound to BaseModel, but a TypeAdapter result_type is run
+#   through ``validate_python``, which takes any type (here the raw dict);
+# - ``arg-type`` on progress_callback: the ProgressFnT Protocol names its parameters, but the
+#   dispatcher calls the callback positionally, ``fn(progress, total, message)``.
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 Mode = Literal["legacy", "auto"]
 
@@ -42,7 +47,9 @@ class ServerSpec:
     args: tuple[str, ...] = field(default_factory=tuple)
 
     def __str__(self) -> str:
-        return self.url if self.kind == "http" else shlex.join([self.command or "", *self.args])
+        if self.kind == "http":
+            return cast(str, self.url)  # an "http" spec carries its url (parse_server_spec)
+        return shlex.join([self.command or "", *self.args])
 
 
 def _is_url(s: str) -> bool:
@@ -96,7 +103,8 @@ class Connection:
         cursor: str | None = None
         while True:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            raw = await self.client.session.send_request(types.ListToolsRequest(params=params), RAW)
+            request = types.ListToolsRequest(params=params)
+            raw = await self.client.session.send_request(request, RAW)  # type: ignore[type-var]  # see RAW
             tools.extend(raw.get("tools") or [])
             cursor = raw.get("nextCursor")
             if not cursor:
@@ -112,7 +120,8 @@ class Connection:
         ``mcp.MCPError``.
         """
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=name, arguments=arguments))
-        raw = await self.client.session.send_request(request, RAW, progress_callback=progress)
+        session = self.client.session
+        raw = await session.send_request(request, RAW, progress_callback=progress)  # type: ignore[type-var,arg-type]  # see RAW
         text = _text_of(raw)
         body: Any = text
         if text is not None:

@@ -139,14 +139,14 @@ def request_identity(raw: bytes) -> tuple[Any, str | None]:
     except (ValueError, RecursionError):
         msg = None
     if isinstance(msg, dict):
-        rid = msg.get("id")
+        rid: Any = msg.get("id")
         method = msg.get("method")
         valid_id = isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))
         return (rid if valid_id else None), (method if isinstance(method, str) else None)
     if msg is not None:  # JSON, but not a request object (a batch, a scalar)
         return None, None
     m = _ID.search(raw)
-    rid: Any = None
+    rid = None
     if m:
         try:
             rid = json.loads(m.group(1).decode("utf-8", errors="replace"))
@@ -194,11 +194,11 @@ def refuse_frame(frame: Frame, limit: int) -> tuple[MCPAQLError, dict[str, Any] 
         error = too_large(frame.size, limit)
         rid, method = request_identity(frame.prefix)
         return error, refusal(rid, method, error, modern=MODERN_META_KEY in frame.prefix)
-    error = check_line(frame.data)
-    if error is None:
+    invalid = check_line(frame.data)
+    if invalid is None:
         return None
     rid, method = request_identity(frame.data)
-    return error, refusal(rid, method, error, modern=MODERN_META_KEY in frame.data)
+    return invalid, refusal(rid, method, invalid, modern=MODERN_META_KEY in frame.data)
 
 
 def encode(message: dict[str, Any]) -> bytes:

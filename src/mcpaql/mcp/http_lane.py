@@ -244,7 +244,8 @@ class HttpLane:
         if not isinstance(message, dict):
             return
         method = message.get("method")
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        raw_params = message.get("params")
+        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
         if method == "notifications/progress":
             if progress is not None and params.get("progressToken") == rid:
                 try:

@@ -32,7 +32,7 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
@@ -169,6 +169,8 @@ class Lane:
             if pending is None:
                 return False
             if pending.progress is not None:
+                # a pending call was found by a token read from params, so params is a dict
+                params = cast(dict[str, Any], params)
                 asyncio.get_running_loop().create_task(self._report(pending.progress, *progress_of(params)))
             return True
         return False

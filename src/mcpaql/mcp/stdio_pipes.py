@@ -30,11 +30,11 @@ import os
 import stat
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import anyio
 
-from .framing import LineFramer, encode, refuse_frame
+from .framing import Frame, Line, LineFramer, encode, refuse_frame
 
 log = logging.getLogger("mcpaql.mcp.stdio")
 
@@ -117,7 +117,7 @@ class WireLines:
         self._writer = writer
         self._limit = limit
         self._framer = LineFramer(limit)
-        self._ready: deque[Any] = deque()
+        self._ready: deque[Frame] = deque()
         self._eof = False
 
     @property
@@ -133,8 +133,9 @@ class WireLines:
                 frame = self._ready.popleft()
                 refused = refuse_frame(frame, self._limit)
                 if refused is None:
-                    if frame.data.strip():
-                        return frame.data.decode("utf-8")
+                    line = cast(Line, frame)  # refuse_frame refuses every Overlong: this is a Line
+                    if line.data.strip():
+                        return line.data.decode("utf-8")
                     continue
                 error, answer = refused
                 log.warning("stdio: refused a message (%s)%s", error.code, "" if answer else "; no id to answer")

@@ -49,12 +49,14 @@ async def serve_stdio(engine: Engine | EngineHolder) -> None:
         async with (
             lifespan_of(engine)(),
             claimed_stdio(line_limit(first.config.limits)) as (lines, writer),
-            stdio_server(lines, writer) as (read_stream, write_stream),
-        ):  # type: ignore[arg-type]
+            # the SDK annotates anyio.AsyncFile[str], but only iterates stdin (``async for``) and
+            # awaits stdout.write/flush, which WireLines / WireWriter provide
+            stdio_server(lines, writer) as (read_stream, write_stream),  # type: ignore[arg-type]
+        ):
             try:
                 with contextlib.redirect_stdout(sys.stderr):  # stray print() in handlers goes to stderr
                     options = server.create_initialization_options(NotificationOptions(tools_changed=True))
-                    await server.run(*drained_streams(read_stream, write_stream), options)  # type: ignore[arg-type]
+                    await server.run(*drained_streams(read_stream, write_stream), options)
             finally:
                 sys.stdout.flush()  # fd 1 is still diverted to stderr here; after exit it is the wire
     finally:

@@ -42,6 +42,11 @@ INVALID_REQUEST = types.INVALID_REQUEST
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
 _RAW_RESULT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+# The SDK's stubs are narrower than its code (mcp.client.session.ClientSession.send_request):
+# - ``type-var``: ReceiveResultT is bound to BaseModel, but a TypeAdapter result_type is run
+#   through ``validate_python``, which takes any type (here the raw dict);
+# - ``arg-type`` on progress_callback: the ProgressFnT Protocol names its parameters, but the
+#   dispatcher calls the callback positionally, ``fn(progress, total, message)``.
 
 
 class RPCError(Exception):
@@ -94,7 +99,8 @@ class UpstreamClient:
         while True:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             try:
-                res = await self._client.session.send_request(types.ListToolsRequest(params=params), _RAW_RESULT)
+                request = types.ListToolsRequest(params=params)
+                res = await self._client.session.send_request(request, _RAW_RESULT)  # type: ignore[type-var]  # see _RAW_RESULT
             except MCPError as e:
                 raise RPCError(e.code, e.error.message, e.error.data) from None
             tools.extend(t for t in res.get("tools") or [] if isinstance(t, dict) and isinstance(t.get("name"), str))
@@ -121,11 +127,11 @@ class UpstreamClient:
             # The raw request, not Client.call_tool: a proxy forwards the upstream's result as it
             # came (unknown fields included) and the caller validates it; the typed path would
             # parse it into models, revalidate it against the output schema and dump it.
-            return await self._client.session.send_request(
+            return await self._client.session.send_request(  # type: ignore[type-var]  # see _RAW_RESULT
                 types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments)),
                 _RAW_RESULT,
                 request_read_timeout_seconds=timeout,
-                progress_callback=progress,
+                progress_callback=progress,  # type: ignore[arg-type]  # see _RAW_RESULT
             )
         except MCPError as e:
             raise RPCError(e.code, e.error.message, e.error.data) from None
@@ -145,11 +151,11 @@ async def open_upstream(
     ``on_transport_error`` on an error the transport reports without closing.
     """
 
-    async def on_message(msg: Any) -> None:
-        if isinstance(msg, types.ToolListChangedNotification):
+    async def on_message(message: Any) -> None:  # named as in the SDK's MessageHandlerFnT Protocol
+        if isinstance(message, types.ToolListChangedNotification):
             on_tools_changed()
-        elif isinstance(msg, Exception):
-            on_transport_error(msg)
+        elif isinstance(message, Exception):
+            on_transport_error(message)
 
     async with Client(
         transport, mode="legacy", message_handler=on_message, read_timeout_seconds=read_timeout, cache=None

@@ -53,7 +53,8 @@ def _norm(tag: Any) -> str:
 def current_tag(resource: Mapping[str, Any] | str | int, prefer_version: bool = False) -> str | int:
     if isinstance(resource, Mapping):
         if prefer_version or ("_version" in resource and "_etag" not in resource):
-            return resource.get("_version", 0)
+            version: str | int = resource.get("_version", 0)  # stored versions are ints (next_version)
+            return version
         return etag_of(resource)
     return resource
 

@@ -45,7 +45,8 @@ def patch_of(input: Any) -> dict[str, Any]:
         return dict(input)
     dump = getattr(input, "model_dump", None)
     if dump is not None:
-        return dump(exclude_unset=True)
+        patch: dict[str, Any] = dump(exclude_unset=True)  # pydantic's model_dump returns a dict
+        return patch
     raise TypeError("input must be an object")
 
 

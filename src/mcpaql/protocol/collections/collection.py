@@ -636,7 +636,9 @@ class CollectionRuntime:
         the record's key and position; the key is looked up again, so inserting or removing
         other records does not shift the page."""
         key = self.key
-        decorated = [([_plain(value_of(rec, key)) if key is not None else None, i], rec) for i, rec in enumerate(rows)]
+        decorated: list[tuple[list[Any], dict[str, Any]]] = [
+            ([_plain(value_of(rec, key)) if key is not None else None, i], rec) for i, rec in enumerate(rows)
+        ]
         index: dict[Any, int] | None = None
 
         def to_key(wire: list[Any], after: bool) -> Any:
@@ -760,6 +762,7 @@ def apply_collection(
             "object",
             "{items, pageInfo} (or {items, pagination} with limit/offset; {aggregations} with aggregate)",
         )
+    computed_info = rt.computed_info()
     return dataclasses.replace(
         spec,
         handler=collection_handler,
@@ -768,7 +771,7 @@ def apply_collection(
         examples=examples,
         returns=returns,
         types=(*spec.types, *rt.types()),
-        computed_fields=spec.computed_fields or (tuple(rt.computed_info()) if rt.computed_info() else None),
+        computed_fields=spec.computed_fields or (tuple(computed_info) if computed_info else None),
         aggregation_support=spec.aggregation_support or rt.aggregation_info(),
         context_param=CTX_KEY,
         is_async=True,

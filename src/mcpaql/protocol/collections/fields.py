@@ -44,7 +44,8 @@ def as_record(item: Any) -> dict[str, Any]:
         return item
     dump = getattr(item, "model_dump", None)
     if dump is not None:
-        return dump(by_alias=True)
+        dumped: dict[str, Any] = dump(by_alias=True)  # pydantic's model_dump returns a dict
+        return dumped
     if dataclasses.is_dataclass(item) and not isinstance(item, type):
         return dataclasses.asdict(item)
     if isinstance(item, Mapping):
@@ -150,13 +151,13 @@ class FieldSelector:
         self.path_pattern = path_pattern
         self.known: tuple[str, ...] | None = tuple(known) if known is not None else None
         self.computed = tuple(computed)
-        presets = {k: tuple(v) for k, v in (presets or {}).items()}
+        table: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in (presets or {}).items()}
         if self.known is not None:
-            presets.setdefault("standard", tuple(f for f in self.known if "." not in f) or self.known)
+            table.setdefault("standard", tuple(f for f in self.known if "." not in f) or self.known)
             ident = [f for f in (key, "name", "title") if f and f in self.known]
-            presets.setdefault("minimal", tuple(dict.fromkeys(ident)) or self.known[:1])
-        presets.pop("full", None)  # full is always "everything"
-        self.presets: dict[str, tuple[str, ...] | None] = {**presets, "full": None}
+            table.setdefault("minimal", tuple(dict.fromkeys(ident)) or self.known[:1])
+        table.pop("full", None)  # full is always "everything"
+        self.presets: dict[str, tuple[str, ...] | None] = {**table, "full": None}
         for name in ("minimal", "standard"):
             self.presets.setdefault(name, None)
         for name, paths in self.presets.items():

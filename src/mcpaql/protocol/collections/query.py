@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..errors import invalid_type, invalid_value
 from ..schema import json_type_of
@@ -177,22 +177,27 @@ def compile_predicate(conditions: Sequence[Condition], value_of: ValueOf) -> Cal
         field, value = c.field, c.value
         if c.op == "exists":
 
-            def check(rec: dict[str, Any], field: str = field, want: bool = value) -> bool:
+            def check_exists(rec: dict[str, Any], field: str = field, want: bool = value) -> bool:
                 v = value_of(rec, field)
                 return (v is not MISSING and v is not None) is want
 
+            checks.append(check_exists)
         else:
             test = _TESTS[c.op]
 
             def check(
-                rec: dict[str, Any], field: str = field, value: Any = value, test: Any = test, neg: bool = c.op in ("ne", "nin")
+                rec: dict[str, Any],
+                field: str = field,
+                value: Any = value,
+                test: Callable[[Any, Any], bool] = test,
+                neg: bool = c.op in ("ne", "nin"),
             ) -> bool:
                 v = value_of(rec, field)
                 if v is MISSING:
                     return neg
                 return test(plain(v), value)
 
-        checks.append(check)
+            checks.append(check)
     if len(checks) == 1:
         return checks[0]
     return lambda rec: all(chk(rec) for chk in checks)
@@ -243,7 +248,8 @@ def parse_sort(sort: Any, order: Any, sortable: Sequence[str]) -> list[SortKey]:
                 sort_field=field,
                 sortable_fields=list(sortable),
             )
-        keys.append(SortKey(field, s.get("order") or "asc"))
+        # ``field`` is in ``sortable`` (checked just above), so it is a str
+        keys.append(SortKey(cast(str, field), s.get("order") or "asc"))
     seen: set[str] = set()
     for k in keys:
         if k.field in seen:
