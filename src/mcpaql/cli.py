@@ -19,7 +19,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NoReturn
 
 import anyio
 import typer
@@ -40,7 +40,7 @@ err = Console(stderr=True)
 EXTRA = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
-def _fail(message: str, code: int = 2) -> None:
+def _fail(message: str, code: int = 2) -> NoReturn:
     # One line whatever the width (soft_wrap), and the message is text, not Rich markup ("[::1]").
     err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)

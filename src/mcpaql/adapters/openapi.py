@@ -358,7 +358,7 @@ def _tool(
             continue  # cookies are a browser's business
         if loc == "header" and pname.lower() in ("authorization", "content-type", "accept"):
             continue  # set by the runtime
-        s = p.get("schema") if isinstance(p.get("schema"), dict) else {"type": "string"}
+        s: Any = p.get("schema") if isinstance(p.get("schema"), dict) else {"type": "string"}  # a dict either way
         if p.get("description") and "description" not in s:
             s = {**s, "description": str(p["description"])}
         props[pname] = s

@@ -304,7 +304,7 @@ class Adapter:
         examples = tuple(
             e if "request" in e else {"request": {"operation": name, "params": e}} for e in options.pop("examples", ())
         )
-        spec = OperationSpec(
+        op = OperationSpec(
             name=name,
             category=category,
             description=description,
@@ -318,10 +318,10 @@ class Adapter:
             **options,
         )
         if category is Category.UPDATE:
-            spec = update_semantics(spec, identifiers)
+            op = update_semantics(op, identifiers)
         if collection is not None:
-            spec = apply_collection(spec, collection, *item_schema_for(hints.get("return")))
-        return spec
+            op = apply_collection(op, collection, *item_schema_for(hints.get("return")))
+        return op
 
     def add(self, spec: OperationSpec) -> OperationSpec:
         probe = self.registry()  # validates against what is already there, extensions included

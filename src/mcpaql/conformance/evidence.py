@@ -53,7 +53,7 @@ def clean_introspection(env: Any) -> Any:
         return env
     if env.get("success") is True:
         return {"success": True, "data": copy.deepcopy(env.get("data"))}
-    err = env.get("error") if isinstance(env.get("error"), dict) else {}
+    err: Any = env.get("error") if isinstance(env.get("error"), dict) else {}
     return {"success": False, "error": {k: err[k] for k in ("code", "message") if k in err}}
 
 

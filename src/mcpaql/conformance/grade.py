@@ -26,6 +26,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
@@ -541,7 +542,7 @@ def _semantic(b: dict[str, Any], tier: str) -> GradedCategory:
     return sem
 
 
-def grade_bundle(bundle: Any, level: int, schema_dir: str | Path, tier: str = "1") -> Grade:
+def grade_bundle(bundle: Any, level: int, schema_dir: str | PathLike[str], tier: str = "1") -> Grade:
     """Grade ``bundle`` at ``level`` (1 or 2) as ``run-conformance-tests.mjs test --tier TIER``
     does (``"1"``: structural only, what mcpaql uses; anything else also runs Tier 2 on
     ``semantic_tests``, like the runner's default ``both``)."""
@@ -553,7 +554,7 @@ def grade_bundle(bundle: Any, level: int, schema_dir: str | Path, tier: str = "1
     return Grade(level, cats, b.get("implementation"), b.get("spec_version"))
 
 
-def grade_file(path: str | Path, level: int, schema_dir: str | Path) -> Grade:
+def grade_file(path: str | PathLike[str], level: int, schema_dir: str | PathLike[str]) -> Grade:
     """Read an evidence file and grade it (:class:`ValueError` when it is not a JSON object)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))

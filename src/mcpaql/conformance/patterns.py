@@ -101,7 +101,8 @@ class _Parser:
 
     def quantified(self, atom: object) -> object:
         c = self.peek()
-        lo, hi = 1, 1
+        lo: int = 1
+        hi: int | None = 1  # None: unbounded
         if c == "*":
             lo, hi = 0, None
         elif c == "+":

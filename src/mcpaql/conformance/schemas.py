@@ -246,7 +246,7 @@ def _type_details(t: Any, where: str, out: list[str]) -> None:
     if not isinstance(t, dict):
         out.append(f"{where} must be an object")
         return
-    kind = t.get("kind")
+    kind: Any = t.get("kind")  # untrusted JSON: any value, looked up below
     extra = {"enum": ("values",), "object": ("fields",), "union": ("members",), "scalar": ()}.get(kind)
     if extra is None:
         out.append(f"{where}.kind must be one of {', '.join(KINDS)}")
@@ -289,7 +289,7 @@ def _envelope(env: Any, where: str, out: list[str]) -> None:
         return
     allowed = ("success", "error", "confirmation", "deprecated", "deprecationMessage", "deprecatedSince", "removalVersion")
     if _closed(env, where, ("success", "error"), allowed, out):
-        err = env.get("error")
+        err: Any = env.get("error")
         w = f"{where}.error"
         if _closed(err, w, ("code", "message"), ("code", "message", "details"), out):
             if not isinstance(err.get("code"), str) or not CODE_RE.match(err["code"]):
@@ -306,12 +306,14 @@ def _introspection_envelope(env: Any, out: list[str]) -> None:
     if env["success"]:
         if not _closed(env, "/", ("success", "data"), ("success", "data"), out):
             return
-        data = env.get("data")
+        data: Any = env.get("data")
         payloads = {
             "operations": lambda: _ops_list(data, out),
             "types": lambda: _types_list(data, out),
-            "operation": lambda: data.get("operation") is None or _operation_details(data["operation"], "/data/operation", out),
-            "type": lambda: data.get("type") is None or _type_details(data["type"], "/data/type", out),
+            "operation": lambda: (
+                None if data.get("operation") is None else _operation_details(data["operation"], "/data/operation", out)
+            ),
+            "type": lambda: None if data.get("type") is None else _type_details(data["type"], "/data/type", out),
         }
         if not isinstance(data, dict):
             out.append("/data must be an object")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from . import network
 from .patterns import MAX_OUTPUT, Unsupported, compile_safe, matching
@@ -185,7 +185,7 @@ def _fit_string(p: dict[str, Any], seed: str, allow_network: bool = False) -> st
     candidates += examples[:6] if not fmt else [e for e in examples[:6] if fmt not in URL_FORMATS or "://" in e]
     if hint is not None and fmt not in FORMAT_SAMPLES and fmt not in URL_FORMATS:
         candidates.append(hint)
-    lo = p.get("minLength") if isinstance(p.get("minLength"), int) else 0
+    lo = cast(int, p.get("minLength")) if isinstance(p.get("minLength"), int) else 0  # int: checked just before
     hi = p.get("maxLength") if isinstance(p.get("maxLength"), int) else None
     padded = seed + "x" * max(0, lo - len(seed))
     candidates.append(padded[:hi] if hi is not None else padded)

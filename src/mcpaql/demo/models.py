@@ -129,18 +129,24 @@ class TaskMetadataPatch(BaseModel):
     custom: dict[str, Any] | None = Field(None, description="Merged key by key; a null value removes that key")
 
 
+# In TaskPatch and ProjectPatch, a field typed ``str`` (not ``str | None``) with default None
+# may be left out but may not be null: None only marks "not given" (exclude_unset), and
+# the JSON schema keeps the non-null type. Pydantic's ``Field`` typing cannot say that,
+# hence the narrow ``type: ignore[assignment]`` on those fields.
+
+
 class TaskPatch(BaseModel):
     """The `input` of update_task. Objects merge, arrays replace, null removes (CORE §4.5)."""
 
     model_config = _INPUT
 
-    title: str = Field(None, min_length=1, max_length=200, description="New title, 1–200 characters")
+    title: str = Field(None, min_length=1, max_length=200, description="New title, 1–200 characters")  # type: ignore[assignment]
     description: Description | None = Field(None, description="New description; null removes it")
-    status: TaskStatus = Field(None, description="New status (moving to 'done' sets completed_at)")
-    priority: Priority = Field(None, description="New priority")
+    status: TaskStatus = Field(None, description="New status (moving to 'done' sets completed_at)")  # type: ignore[assignment]
+    priority: Priority = Field(None, description="New priority")  # type: ignore[assignment]
     tags: Tags | None = Field(None, description="Replaces all tags; null or [] clears them")
-    project_id: str = Field(None, min_length=1, description="Move the task to another project")
-    archived: bool = Field(None, description="false restores an archived task; true archives it")
+    project_id: str = Field(None, min_length=1, description="Move the task to another project")  # type: ignore[assignment]
+    archived: bool = Field(None, description="false restores an archived task; true archives it")  # type: ignore[assignment]
     metadata: TaskMetadataPatch | None = Field(None, description="Deep-merged into the task's metadata; null clears it")
 
 
@@ -156,7 +162,8 @@ class Task(BaseModel):
     status: TaskStatus
     priority: Priority
     tags: list[str] = Field(default_factory=list)
-    metadata: TaskMetadata = Field(default_factory=TaskMetadata)
+    # pydantic's stub types default_factory as a 0-arg | 1-arg callable union that mypy cannot solve for a model class
+    metadata: TaskMetadata = Field(default_factory=TaskMetadata)  # type: ignore[arg-type]
     created_at: Timestamp
     updated_at: Timestamp
     completed_at: Timestamp | None = Field(None, description="When the task last moved to 'done'")
@@ -239,9 +246,9 @@ class ProjectPatch(BaseModel):
 
     model_config = _INPUT
 
-    name: str = Field(None, min_length=1, max_length=100, description="New unique name, 1–100 characters")
+    name: str = Field(None, min_length=1, max_length=100, description="New unique name, 1–100 characters")  # type: ignore[assignment]
     description: Description | None = Field(None, description="New description; null removes it")
-    status: ProjectStatus = Field(None, description="'archived' hides nothing but marks the project inactive")
+    status: ProjectStatus = Field(None, description="'archived' hides nothing but marks the project inactive")  # type: ignore[assignment]
 
 
 # ---- history and results ---------------------------------------------------------------

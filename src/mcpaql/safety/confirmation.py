@@ -27,7 +27,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..protocol.context import Context
 from ..protocol.errors import MCPAQLError
@@ -260,7 +260,7 @@ class ConfirmationService:
         rec = await self.store.get(NS_TOKEN, tid) if tid else None
         if rec is None or rec.get("identity") != identity or rec.get("session_id") not in (None, session_id):
             return False
-        await self.store.delete(NS_TOKEN, tid)
+        await self.store.delete(NS_TOKEN, cast(str, tid))  # str: rec is only found when tid is set
         await self.audit(
             "TOKEN_REVOKED",
             token_id=tid,

@@ -11,6 +11,7 @@ given to an Adapter or Engine at build time and never patched into a built one.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -261,7 +262,7 @@ def install_safety(
 
 
 async def open_safety(
-    config: SafetyConfig | dict[str, Any] | None, adapter: str, stack: contextlib.AsyncExitStack
+    config: SafetyConfig | Mapping[str, Any] | None, adapter: str, stack: contextlib.AsyncExitStack
 ) -> Safety | None:
     """The :class:`Safety` of an engine holder for its lifetime (closed with ``stack``), or None."""
     if config is None:

@@ -71,7 +71,7 @@ class Executions:
         self.store = store
         self.clock = clock  # wall-clock seconds; injectable for tests
 
-    async def create(self, agent: str, session_id: str, **extra: Any) -> dict[str, Any]:
+    async def create(self, agent: str, session_id: str | None, **extra: Any) -> dict[str, Any]:  # None: per-request session
         eid = "exec_" + secrets.token_hex(12)
         now = self.clock()
         rec = {

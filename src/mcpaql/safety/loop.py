@@ -647,7 +647,7 @@ class SafetyLoop:
                 trigger="gatekeeper",
             )
 
-    async def _hard_block(self, agent: str, element: str, eid: str, reason: str, action: str, trigger: str) -> None:
+    async def _hard_block(self, agent: str, element: str, eid: str, reason: str, action: str, trigger: str | None) -> None:
         """danger_zone (CORE §8.8.1, §8.8.3): persisted; lifted only by verify_challenge or an admin.
         Keyed by identity: every element and execution of that identity is stopped."""
         ch = await self.challenges.create(

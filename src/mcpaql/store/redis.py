@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, cast
 
 from redis import asyncio as aioredis
 from redis.exceptions import WatchError
@@ -109,7 +109,8 @@ class RedisStore(Store):
         return bool(n)
 
     async def scan(self, ns: str, where: Record | None = None) -> list[Record]:
-        keys = sorted(await self.r.smembers(self._ik(ns)))
+        # str, not bytes: this store needs a client with decode_responses=True (see from_url)
+        keys = sorted(cast(set[str], await self.r.smembers(self._ik(ns))))
         if not keys:
             return []
         raws = await self.r.mget([self._rk(ns, k) for k in keys])
@@ -168,7 +169,7 @@ class RedisStore(Store):
         n = 0
         async for ik in self.r.scan_iter(match=f"{self.prefix}:i:*"):
             ns = ik[len(f"{self.prefix}:i:") :]
-            keys = list(await self.r.smembers(ik))
+            keys = list(cast(set[str], await self.r.smembers(ik)))  # str: decode_responses=True
             if not keys:
                 continue
             exists = await self.r.mget([self._rk(ns, k) for k in keys])

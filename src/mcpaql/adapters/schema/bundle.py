@@ -22,7 +22,7 @@ import urllib.parse
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ...protocol.schema import pascal, resolve, type_label
 from ..upstream.classify import classify, snake_name
@@ -186,14 +186,15 @@ def normalize_tool(tool: Mapping[str, Any], warnings: list[dict[str, Any]], used
                     "message": f"parameter '{original}' exposed as '{pname}' (forwarded as '{original}')",
                 }
             )
-        if rec["type"] in ("object", "array") and type_label(ps) not in ("object", "array"):
+        # cast: ps comes from decoded JSON, so the Mapping is a dict
+        if rec["type"] in ("object", "array") and type_label(cast(dict[str, Any], ps)) not in ("object", "array"):
             warnings.append(
                 {
                     "code": "PARAM_SCHEMA_NESTED",
                     "severity": "info",
                     "tool": name,
                     "field": original,
-                    "message": f"nested shape {type_label(ps)} is kept in raw_capture (the adapter schema "
+                    "message": f"nested shape {type_label(cast(dict[str, Any], ps))} is kept in raw_capture (the adapter schema "
                     "cannot represent nested properties)",
                 }
             )

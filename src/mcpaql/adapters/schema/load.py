@@ -124,7 +124,7 @@ class AdapterSchema:
         if kind == "bearer" and auth.get("token_env"):
             return {auth.get("header", "Authorization"): f"{auth.get('prefix', 'Bearer ')}{value(auth['token_env'])}"}
         if kind == "api_key" and (auth.get("key_env") or auth.get("token_env")):
-            env = auth.get("key_env") or auth.get("token_env")
+            env: Any = auth.get("key_env") or auth.get("token_env")  # as written in the schema file, like token_env above
             return {auth.get("header_name") or auth.get("header") or "X-API-Key": f"{auth.get('prefix', '')}{value(env)}"}
         if kind == "basic":  # RFC 7617; the environment is read when the adapter starts
             pair = f"{os.environ.get(auth['username_env'], '')}:{os.environ.get(auth['password_env'], '')}"

@@ -352,7 +352,8 @@ def compound_verbs(name: str) -> set[Category]:
     ws = words(name)
     if not ({"and", "or"} & set(ws[1:-1])):
         return set()
-    parts, cur = [], []
+    parts: list[list[str]] = []
+    cur: list[str] = []
     for w in ws:
         if w in ("and", "or"):
             parts.append(cur)

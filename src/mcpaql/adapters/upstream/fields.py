@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ...protocol.collections.fields import JSON_PATH, JSON_PATH_PATTERN, FieldSelector, fields_schema
@@ -200,7 +200,7 @@ def _ident(key: str) -> bool:
     return low in _IDENT or low.endswith("_id") or key.endswith(("Id", "ID"))
 
 
-def _pick(records: list[Mapping[str, Any]], prefix: str, depth: int, keep: Callable[[str, Any], bool]) -> list[str]:
+def _pick(records: Sequence[Mapping[str, Any]], prefix: str, depth: int, keep: Callable[[str, Any], bool]) -> list[str]:
     picked = dict.fromkeys(prefix + k for r in records for k, v in r.items() if _SEGMENT.match(k) and keep(k, v))
     if picked or depth == 0:
         return list(picked)

@@ -15,7 +15,7 @@ import logging
 import os
 import re
 import shlex
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -240,7 +240,7 @@ class Upstream:
     def _heard_session(self, session_id: str) -> None:
         self._session_id = session_id
 
-    def _spawn(self, fn: Callable[[], Awaitable[None]]) -> None:
+    def _spawn(self, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
         """Run ``fn`` in the background for as long as this upstream is open."""
         if self._tg is None:
             raise RuntimeError("closed")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..evidence import without_error_details
-from ..model import ERRORS
+from ..model import ERRORS, Exchange
 from ..schemas import CODE_RE
 from ..support import CODE_PREFIXES, FAIL, LEAK_PATTERNS, PASS, RUNNER_LEAK, SKIP, WARN, _op_of
 
@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 
 
 def check_errors(suite: Suite) -> None:
+    ex: Exchange | None  # None below for messages of nested batch results, which have no exchange of their own
     errs = [ex for ex in suite.exchanges if ex.envelope is not None and ex.envelope.get("success") is False]
-    nested = [
+    nested: list[Any] = [  # result envelopes (dicts, per the filter) nested in batch responses
         r.get("result")
         for ex in suite.exchanges
         if ex.ok
@@ -45,7 +46,9 @@ def check_errors(suite: Suite) -> None:
     )
 
     leaks, runner_hits, levid = [], [], []
-    messages = [(ex, ex.message) for ex in errs] + [(None, str((r.get("error") or {}).get("message", ""))) for r in nested]
+    messages: list[tuple[Exchange | None, str]] = [(ex, ex.message) for ex in errs] + [
+        (None, str((r.get("error") or {}).get("message", ""))) for r in nested
+    ]
     texts = [(ex, ex.text or "") for ex in suite.exchanges if ex.kind == "result" and ex.envelope is None and ex.text]
     texts += [(ex, ex.rpc_message or "") for ex in suite.exchanges if ex.kind == "jsonrpc_error"]
     for ex, msg in messages + texts:

@@ -38,6 +38,9 @@ async def check_introspection(suite: Suite) -> None:
         [find_exchange(suite, "introspect", {"query": "types"})],
     )
 
+    # reused by the loops below: name is later an untrusted types-list entry, d a detail that may be null
+    name: Any
+    d: dict[str, Any] | None
     bad, missing = [], [o.get("name") for o in suite.ops if o.get("name") not in suite.details]
     for name, d in suite.details.items():
         p = v.problems("OperationDetails", d)

@@ -40,8 +40,13 @@ async def check_parameters(suite: Suite) -> None:
     )
 
     missing_fail, missing_evid, missing_skip = [], [], []
-    unknown_fail, unknown_warn, unknown_evid, unknown_skip = [], [], [], []
-    wrong_fail, wrong_warn, wrong_evid = [], [], []
+    unknown_fail: list[str] = []
+    unknown_warn: list[str] = []
+    unknown_evid: list[Exchange] = []
+    unknown_skip: list[str] = []
+    wrong_fail: list[str] = []
+    wrong_warn: list[str] = []
+    wrong_evid: list[Exchange] = []
     accuracy_fail, accuracy_evid, accuracy_ok, accuracy_upstream = [], [], [], []
     for op in ops:
         params = suite.params_of(op)

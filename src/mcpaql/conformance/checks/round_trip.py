@@ -23,6 +23,9 @@ from ..values import TAG, CannotBuild, is_id_like
 if TYPE_CHECKING:
     from ..suite import Suite
 
+# (status, message, evidence) rows per element type; emit() turns each list into one check result
+_Rows = list[tuple[Status, str, list[Exchange]]]
+
 
 async def check_round_trip(suite: Suite) -> None:
     names = (
@@ -56,7 +59,10 @@ async def check_round_trip(suite: Suite) -> None:
         suite.add("CD-1", "Read-only fields are protected and documented", CONSTRAINTS, SKIP, ["REQ-CONF-014"], "no element type")
         suite.add("CD-2", "Append-only data is protected and documented", CONSTRAINTS, SKIP, ["REQ-CONF-014"], "no element type")
         return
-    rt1, rt2, rt3, cd1 = [], [], [], []
+    rt1: _Rows = []
+    rt2: _Rows = []
+    rt3: _Rows = []
+    cd1: _Rows = []
     # independent element types first, so dependents can reference a record this run created
     elems.sort(key=lambda e: sum(1 for p in suite.params_of(e["create"]) if p.get("required") and is_id_like(p["name"])))
     done: list[tuple[dict[str, str], str, Any]] = []
@@ -67,7 +73,7 @@ async def check_round_trip(suite: Suite) -> None:
     for el, id_param, rid in reversed(done):  # children before parents
         await delete_created(suite, el, id_param, rid, rt3)
 
-    def emit(cid: str, name: str, cat: Category, rs: list[tuple[Status, str, list[Exchange]]], checklist: list[str]) -> None:
+    def emit(cid: str, name: str, cat: Category, rs: _Rows, checklist: list[str]) -> None:
         if not rs:
             suite.add(cid, name, cat, SKIP, checklist, "not reached")
             return
@@ -93,7 +99,7 @@ async def check_round_trip(suite: Suite) -> None:
     )
 
 
-async def round_trip(suite: Suite, el: dict[str, str], rt1: list, rt2: list, cd1: list) -> tuple[str, Any] | None:
+async def round_trip(suite: Suite, el: dict[str, str], rt1: _Rows, rt2: _Rows, cd1: _Rows) -> tuple[str, Any] | None:
     res, create, get = el["res"], el["create"], el["get"]
     id_param = suite.id_param(get)
     if id_param is None:
@@ -185,7 +191,7 @@ async def round_trip(suite: Suite, el: dict[str, str], rt1: list, rt2: list, cd1
     return id_param, rid
 
 
-async def delete_created(suite: Suite, el: dict[str, str], id_param: str, rid: Any, rt3: list) -> None:
+async def delete_created(suite: Suite, el: dict[str, str], id_param: str, rid: Any, rt3: _Rows) -> None:
     res, get = el["res"], el["get"]
     suite.live_ids = {k: v for k, v in suite.live_ids.items() if v != rid}
     if el["delete"]:
@@ -213,7 +219,7 @@ async def delete_created(suite: Suite, el: dict[str, str], id_param: str, rid: A
 
 
 async def update_preservation(
-    suite: Suite, res: str, upd: str, get: str, id_param: str, rid: Any, record: dict[str, Any], rt2: list, cd1: list
+    suite: Suite, res: str, upd: str, get: str, id_param: str, rid: Any, record: dict[Any, Any], rt2: _Rows, cd1: _Rows
 ) -> None:
     uparams = suite.params_of(upd)
     uid = suite.id_param(upd) or id_param

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..model import MCP
 from ..support import FAIL, PASS, TOOL_NAME_RE, WARN
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 async def check_mcp_surface(suite: Suite) -> None:
     bad = [t.get("name") for t in suite.tools if not TOOL_NAME_RE.match(str(t.get("name", "")))]
-    names = [t.get("name") for t in suite.tools]
+    names: list[Any] = [t.get("name") for t in suite.tools]  # as the server sent them
     dup = sorted({n for n in names if names.count(n) > 1})
     if bad or dup:
         msg = "; ".join(
