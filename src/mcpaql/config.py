@@ -5,6 +5,11 @@ Environment variables: ``MCP_AQL_ENDPOINT_MODE`` (semantic|single|all, MODES §3
 ``MCP_AQL_TOOL_PREFIX`` (MCPI §6.2), ``MCPAQL_TOOL_PATTERN``, ``MCPAQL_SINGLE_PATTERN``,
 ``MCPAQL_BARE_NAMES`` (1 → spec names ``mcp_aql_{endpoint}`` / ``mcp_aql``),
 ``MCPAQL_ENUMERATE_OPERATIONS`` (1 → per-endpoint ``enum`` of operations in input schemas).
+
+Process settings (not part of an engine's :class:`Config`; see :class:`Settings`) are read from
+the environment here too, and nowhere else in the package: ``MCPAQL_HOME``, ``MCPAQL_AGENT_ID``,
+``MCPAQL_DEMO_DB``, ``MCPAQL_UVLOOP``, ``MCPAQL_UPSTREAM_LANE``, ``MCPAQL_STDIO_DRAIN_SECONDS``,
+``MCPAQL_SPEC_SCHEMAS`` and the desktop's ``DISPLAY``/``WAYLAND_DISPLAY``.
 """
 
 from __future__ import annotations
@@ -174,3 +179,49 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     if env.get("MCPAQL_ENUMERATE_OPERATIONS"):
         out["enumerate_operations"] = _truthy(env["MCPAQL_ENUMERATE_OPERATIONS"])
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Process settings from the environment, one documented place (issue 12, point 6).
+
+    Why a separate object from :class:`Config`: a ``Config`` describes one engine (names, mode,
+    limits) and can differ between engines in one process; these describe the process and its
+    machine (where state lives, which event loop, the desktop). :func:`settings` reads them at
+    call time, not import time, so a test or an embedding application that changes the
+    environment is obeyed.
+    """
+
+    home: Path  # MCPAQL_HOME: the safety store and the approval-url file live here (~/.mcpaql)
+    agent_id: str | None  # MCPAQL_AGENT_ID: the operator-assigned identity of unauthenticated clients
+    demo_db: str | None  # MCPAQL_DEMO_DB: the demo adapter's SQLite file
+    uvloop: bool  # MCPAQL_UVLOOP=0 keeps asyncio's own loop
+    upstream_lane: bool  # MCPAQL_UPSTREAM_LANE=0 sends every upstream call through the SDK transports
+    stdio_drain_seconds: float  # MCPAQL_STDIO_DRAIN_SECONDS: how long answers may drain after stdin closes
+    spec_schemas: str | None  # MCPAQL_SPEC_SCHEMAS: the spec's JSON schema directory
+    desktop: bool  # DISPLAY or WAYLAND_DISPLAY: a desktop session to show verification dialogs on
+
+
+def _seconds(raw: str | None, default: float) -> float:
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        raise ConfigError("MCPAQL_STDIO_DRAIN_SECONDS must be a number of seconds") from None
+    if not 0 <= value <= 3600:
+        raise ConfigError("MCPAQL_STDIO_DRAIN_SECONDS must be between 0 and 3600")
+    return value
+
+
+def settings(env: Mapping[str, str] | None = None) -> Settings:
+    """The process settings, read from ``env`` (default: ``os.environ``) now."""
+    env = os.environ if env is None else env
+    return Settings(
+        home=Path(env.get("MCPAQL_HOME") or Path.home() / ".mcpaql"),
+        agent_id=env.get("MCPAQL_AGENT_ID") or None,
+        demo_db=env.get("MCPAQL_DEMO_DB") or None,
+        uvloop=env.get("MCPAQL_UVLOOP", "1") != "0",
+        upstream_lane=env.get("MCPAQL_UPSTREAM_LANE", "1") != "0",
+        stdio_drain_seconds=_seconds(env.get("MCPAQL_STDIO_DRAIN_SECONDS"), 30.0),
+        spec_schemas=env.get("MCPAQL_SPEC_SCHEMAS") or None,
+        desktop=bool(env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")),
+    )

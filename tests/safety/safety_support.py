@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from mcpaql import Adapter, Config
@@ -53,6 +54,22 @@ def make_adapter(name: str = "tasks") -> Adapter:
     return app
 
 
+class FakeClock:
+    """A wall clock the test moves (``advance``) instead of sleeping past a TTL (issue 12 §6).
+
+    It starts at the real time and only goes forward, so records the store purges by its own
+    (real) clock are never purged earlier than the safety layer expects."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 class Harness:
     def __init__(self, app: Adapter, safety: Safety, config: Config | None = None) -> None:
         self.app = app
@@ -60,6 +77,7 @@ class Harness:
         self.engine = app.engine(config or Config.load(env={}))
         self.session = self.engine.new_session()
         self.agents_are_identities = False
+        self.clock = FakeClock()  # build() replaces it with the clock the safety layer was given
         self._sessions: dict[str, Any] = {}
 
     def as_(self, identity: str, *, per_request: bool = False) -> Any:
@@ -99,5 +117,8 @@ class Harness:
 
 def build(store: Store, app: Adapter | None = None, config: Config | None = None, **safety: Any) -> Harness:
     app = app or make_adapter()
-    s = install_safety(app, SafetyConfig(**safety), store=store)
-    return Harness(app, s, config)
+    clock = FakeClock()
+    s = install_safety(app, SafetyConfig(**safety), store=store, clock=clock)
+    h = Harness(app, s, config)
+    h.clock = clock
+    return h

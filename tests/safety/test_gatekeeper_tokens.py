@@ -93,7 +93,7 @@ async def test_REQ_TOKEN_008_018_unknown_malformed_and_wrong_prefix_are_invalid(
 async def test_REQ_TOKEN_001_009_expired_token(sqlite_store) -> None:
     h = build(sqlite_store, trust="validated", token_ttl_seconds=0.2, clock_skew_tolerance_seconds=0)
     _, token = await confirm_flow(h, task_id="t1")
-    await asyncio.sleep(0.3)
+    h.clock.advance(0.3)
     r = await h.call("delete_task", task_id="t1", _confirmation=token)
     assert r["error"]["code"] == "TOKEN_EXPIRED"
     assert set(r["error"]["details"]) == {"token_id", "expired_at", "current_time"}
@@ -103,7 +103,7 @@ async def test_REQ_TOKEN_001_009_expired_token(sqlite_store) -> None:
 async def test_REQ_TOKEN_011_clock_skew_tolerance_is_added_to_expiry(sqlite_store) -> None:
     h = build(sqlite_store, trust="validated", token_ttl_seconds=0.1, clock_skew_tolerance_seconds=5)
     _, token = await confirm_flow(h, task_id="t1")
-    await asyncio.sleep(0.2)
+    h.clock.advance(0.2)
     assert (await h.call("delete_task", task_id="t1", _confirmation=token))["success"] is True
 
 

@@ -212,7 +212,7 @@ async def test_tokens_are_parameter_bound_and_expire(sqlite_store) -> None:
     token = (await h.call("delete_task", task_id="t1"))["error"]["details"]["confirmation_token"]
     assert (await h.call("delete_task", task_id="t2", _confirmation=token))["error"]["code"] == "TOKEN_SCOPE_MISMATCH"
     assert (await h.call("delete_task", task_id="t1", force=True, _confirmation=token))["error"]["code"] == "TOKEN_SCOPE_MISMATCH"
-    await asyncio.sleep(0.4)
+    h.clock.advance(0.4)
     assert (await h.call("delete_task", task_id="t1", _confirmation=token))["error"]["code"] == "TOKEN_EXPIRED"
     forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")  # right id, wrong secret
     assert (await h.call("delete_task", task_id="t1", _confirmation=forged))["error"]["code"] == "TOKEN_INVALID"

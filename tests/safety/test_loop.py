@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -197,12 +196,12 @@ async def test_REQ_OOB_002_012_verify_tier_pause_not_stop_and_expiry_reevaluates
     pending = await step(h, "read_file a")
     assert pending["continue"] is False and cid in pending["reason"]  # REQ-OOB-012
     assert (await h.call("confirm_operation", challenge_id=cid, code="x"))["error"]["code"] == "VALIDATION_INVALID_VALUE"
-    await asyncio.sleep(1.1)
+    h.clock.advance(1.1)
     assert (await step(h, "read_file a"))["continue"] is True  # expired pause lifted, re-evaluated
     d2 = await step(h, "git push --force to the shared branch")
     assert vid(d2, "autonomy_pause") != cid  # a new challenge
     expired_cid = vid(d2, "autonomy_pause")
-    await asyncio.sleep(1.1)
+    h.clock.advance(1.1)
     r = await h.call("verify_challenge", challenge_id=expired_cid, code=await human_code(h, expired_cid))
     assert r["error"]["details"]["reason"] == "challenge_expired"  # REQ-OOB-008
 

@@ -104,3 +104,16 @@ def test_REQ_RATE_006_bad_rules_rejected(bad) -> None:
 def test_REQ_RATE_006_bad_quotas_rejected(bad) -> None:
     with pytest.raises(ValueError):
         Quota.parse(bad)
+
+
+async def test_window_rolls_over_on_the_injected_clock_without_sleeping(any_store) -> None:
+    """Issue 12 §6: the layer's windows follow the clock it was given (both stores)."""
+    h = build(any_store, trust="validated", rate_limits=[{"limit": 2, "window": "hour"}])
+    h.clock.now = 3600 * (int(h.clock.now) // 3600 + 1) + 10  # 10 s into a fresh hour
+    for _ in range(2):
+        assert (await h.call("get_task", task_id="1"))["success"] is True
+    r = await h.call("get_task", task_id="1")
+    assert r["error"]["code"] == "RATE_LIMIT_EXCEEDED"
+    assert r["error"]["details"]["retry_after_seconds"] == 3590  # measured on the injected clock
+    h.clock.advance(3590)
+    assert (await h.call("get_task", task_id="1"))["success"] is True

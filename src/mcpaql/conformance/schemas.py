@@ -16,6 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..config import settings
+
 SCHEMA_FILES = ("introspection-response.schema.json", "operation-result.schema.json")
 INTRO_ID = "https://mcpaql.org/schemas/introspection-response.schema.json"
 RESULT_ID = "https://mcpaql.org/schemas/operation-result.schema.json"
@@ -31,7 +33,7 @@ _INTRO_DEFS = {
 
 
 def default_schema_dir() -> Path | None:
-    env = os.environ.get("MCPAQL_SPEC_SCHEMAS")
+    env = settings().spec_schemas
     candidates = [Path(env)] if env else []
     candidates.append(Path.cwd() / ".." / "shared" / "spec" / "schemas")
     for c in candidates:

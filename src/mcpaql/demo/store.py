@@ -27,6 +27,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..config import settings
 from ..protocol.concurrency import check_if_match, with_etag
 from ..protocol.errors import MCPAQLError, invalid_value, not_found_resource
 from ..protocol.lifecycle import TERMINAL, Event, State, apply, core_state
@@ -158,7 +159,7 @@ class DB:
 
 def resolve_path(db_path: str | os.PathLike[str] | None = None) -> Path:
     """Argument, else ``$MCPAQL_DEMO_DB``, else ``~/.local/share/mcpaql/demo.db``."""
-    raw = os.fspath(db_path) if db_path is not None else os.environ.get(ENV_DB) or DEFAULT_DB
+    raw = os.fspath(db_path) if db_path is not None else settings().demo_db or DEFAULT_DB
     return Path(raw).expanduser()
 
 

@@ -41,6 +41,7 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from .. import reaper
+from ..config import settings
 
 log = logging.getLogger("mcpaql.upstream")
 
@@ -64,7 +65,7 @@ def lane_available() -> bool:
     ``MCPAQL_UPSTREAM_LANE=0`` turns it off (the SDK transports then carry every call), to rule
     the lanes out when diagnosing an upstream.
     """
-    if sys.platform == "win32" or os.environ.get("MCPAQL_UPSTREAM_LANE", "1") == "0":
+    if sys.platform == "win32" or not settings().upstream_lane:
         return False
     try:
         asyncio.get_running_loop()

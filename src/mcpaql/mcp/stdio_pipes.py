@@ -13,7 +13,8 @@ Three jobs, all on the wire side of the SDK (whose own streams decode with
   Its dispatcher cancels handlers still running at end of input, so the last request of a
   piped batch used to run but never be answered. :class:`AnswerLedger` counts requests in
   and answers out (on the SDK's public stream interface) and holds EOF back until they match
-  or :data:`DRAIN_SECONDS` pass (the client has hung up; it will not wait for ever either).
+  or ``MCPAQL_STDIO_DRAIN_SECONDS`` (:class:`mcpaql.config.Settings`) pass (the client has hung up;
+  it will not wait for ever either).
 
 When fds 0 and 1 are pipes or sockets (how every MCP client launches a server) they are
 registered with the event loop: the SDK's ``anyio.wrap_file`` costs three thread hops per
@@ -34,13 +35,13 @@ from typing import Any, Protocol, cast
 
 import anyio
 
+from ..config import settings
 from .framing import Frame, Line, LineFramer, encode, refuse_frame
 
 log = logging.getLogger("mcpaql.mcp.stdio")
 
 _WATCHABLE = (stat.S_ISFIFO, stat.S_ISSOCK)
 CHUNK = 64 * 1024
-DRAIN_SECONDS = float(os.environ.get("MCPAQL_STDIO_DRAIN_SECONDS", "30"))
 
 
 def _same_file(a: int, b: int) -> bool:
@@ -197,7 +198,11 @@ class AnswerLedger:
     def pending(self) -> int:
         return sum(self._open.values())
 
-    async def drained(self, timeout: float = DRAIN_SECONDS) -> None:
+    async def drained(self, timeout: float | None = None) -> None:
+        """Wait until every request read has been answered, at most ``timeout`` seconds
+        (default: ``MCPAQL_STDIO_DRAIN_SECONDS``, read now so a changed environment is obeyed)."""
+        if timeout is None:
+            timeout = settings().stdio_drain_seconds
         with anyio.move_on_after(timeout):
             while self._open:
                 await self._changed.wait()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -19,6 +18,7 @@ from mcp.server.lowlevel import NotificationOptions
 from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
+from ..config import settings
 from ..protocol.dispatch import Engine
 from ..protocol.extension import Lifespan, combine_lifespans
 from .framing import Utf8Guard, line_limit
@@ -77,7 +77,7 @@ def event_loop_options() -> dict[str, Any]:
     much of its own time in the event loop; uvloop's loop, pipes and subprocess transports are
     native code. ``MCPAQL_UVLOOP=0`` keeps the standard asyncio loop (e.g. to rule it out).
     """
-    if os.environ.get("MCPAQL_UVLOOP", "1") == "0" or sys.platform == "win32":
+    if not settings().uvloop or sys.platform == "win32":
         return {}
     try:
         import uvloop  # noqa: F401

@@ -25,7 +25,6 @@ import asyncio
 import hmac
 import html
 import secrets
-import time
 from typing import Any
 
 from starlette.applications import Starlette
@@ -117,7 +116,7 @@ class ApprovalPage:
                     "reason": c.get("reason", ""),
                     "expires_at": c.get("expires_iso"),
                     "code": c.get("code") or "",  # codes exist only in the issuing process (never in the store)
-                    "expires_in": max(0, int(c.get("expires_at", 0) - time.time())),
+                    "expires_in": max(0, int(c.get("expires_at", 0) - self.challenges.clock())),
                 }
                 for c in pending
             ],

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import anyio
 
+from ..config import settings
 from .approval import ApprovalPage, ApprovalPageError
 from .install import Safety, SafetyConfig
 
@@ -52,7 +53,7 @@ def wants_channel(config: SafetyConfig | None) -> bool:
 
 
 def default_url_file() -> Path:
-    return Path(os.environ.get("MCPAQL_HOME") or Path.home() / ".mcpaql") / "approval-url"
+    return settings().home / "approval-url"
 
 
 def write_private(path: Path, text: str) -> None:

@@ -26,6 +26,7 @@ import json
 import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -109,6 +110,7 @@ class ConfirmationService:
         audit: Auditor | None = None,
         max_failures_per_minute: int = 30,
         agent_id: str = DEFAULT_AGENT_ID,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if not 0 <= clock_skew_tolerance_seconds <= 300:
             raise ValueError("clock_skew_tolerance_seconds must be within 0..300 (CT §5.1)")
@@ -128,6 +130,7 @@ class ConfirmationService:
         self.audit = audit or Auditor(store, adapter)
         self.max_failures = max_failures_per_minute  # CT §6.5: failed validations are rate-limited
         self.agent_id = agent_id  # the identity of callers whose transport established none
+        self.clock = clock  # wall-clock seconds; injectable so expiry is tested without sleeping
         if clock_skew_tolerance_seconds > 60:
             import logging
 
@@ -154,7 +157,7 @@ class ConfirmationService:
         prefix = "conf" if kind == "confirmation" else "quota_continue"
         tid = f"{prefix}_{secrets.token_urlsafe(12)}"
         secret = secrets.token_urlsafe(32)  # 256 bits (CT §3.1)
-        now = time.time()
+        now = self.clock()
         expires = now + (ttl if ttl is not None else (self.ttl if prefix == "conf" else self.quota_ttl))
         record = {
             "id": tid,
@@ -188,7 +191,7 @@ class ConfirmationService:
         Rejections count against the caller's identity (30 a minute), never against the
         identity a token was issued to, so nobody can lock another caller out."""
         prefix = "conf_" if kind == "confirmation" else "quota_continue_"
-        fails = await self.store.peek_window(self._fail_key(identity), 60)
+        fails = await self.store.peek_window(self._fail_key(identity), 60, now=self.clock())
         if fails.count >= self.max_failures:
             raise MCPAQLError(
                 "RATE_LIMIT_EXCEEDED",
@@ -198,7 +201,7 @@ class ConfirmationService:
                     "remaining": 0,
                     "window": "minute",
                     "resets_at": iso(fails.resets_at),
-                    "retry_after_seconds": fails.retry_after(),
+                    "retry_after_seconds": fails.retry_after(self.clock()),
                 },
             )
         parts = split_token(token, prefix)
@@ -228,7 +231,7 @@ class ConfirmationService:
                 {"token_id": tid, "operation": operation},
             )
         expires = rec.get("expires_at")
-        now = time.time()
+        now = self.clock()
         if not isinstance(expires, int | float) or now > expires + self.skew:
             await self._reject(tid, operation, identity, session_id, "expired")
             raise MCPAQLError(
@@ -290,7 +293,7 @@ class ConfirmationService:
         return f"tokfail:{self.adapter}:{identity}"
 
     async def _reject(self, tid: str | None, operation: str, identity: str, session_id: str | None, reason: str) -> None:
-        await self.store.incr_window(self._fail_key(identity), 60)
+        await self.store.incr_window(self._fail_key(identity), 60, now=self.clock())
         await self.audit(
             "TOKEN_REJECTED",
             token_id=tid,

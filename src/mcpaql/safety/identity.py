@@ -17,9 +17,9 @@ per stdio server) or authenticate them to separate them.
 
 from __future__ import annotations
 
-import os
 import re
 
+from ..config import settings
 from ..protocol.context import Context
 
 DEFAULT_AGENT_ID = "default"
@@ -29,7 +29,7 @@ _VALID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:/-]{0,127}$")
 
 def agent_id(configured: str | None) -> str:
     """The operator-assigned identity of this server's clients (checked: a printable id)."""
-    value = configured or os.environ.get(ENV_AGENT_ID) or DEFAULT_AGENT_ID
+    value = configured or settings().agent_id or DEFAULT_AGENT_ID
     if not _VALID.match(value):
         raise ValueError("agent_id must be 1-128 characters of letters, digits and . _ @ : / - (starting with a letter or digit)")
     return value

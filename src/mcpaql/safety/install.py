@@ -11,7 +11,8 @@ given to an Adapter or Engine at build time and never patched into a built one.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -94,9 +95,18 @@ class Safety:
     """The safety services of one adapter, sharing one store."""
 
     def __init__(
-        self, config: SafetyConfig, adapter: str, store: Store | None = None, channels: list[DisplayChannel] | None = None
+        self,
+        config: SafetyConfig,
+        adapter: str,
+        store: Store | None = None,
+        channels: list[DisplayChannel] | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config
+        # Wall-clock seconds for every expiry and window of this layer (tokens, challenges,
+        # pauses, rate windows, executions); tests move it instead of sleeping past a TTL.
+        self.clock = clock
         self.adapter = adapter
         self.store = store if store is not None else open_store(config.store)
         self.audit = Auditor(self.store, adapter)
@@ -112,10 +122,11 @@ class Safety:
             persist=config.persist_tokens,
             audit=self.audit,
             agent_id=self.agent_id,
+            clock=clock,
         )
         rules = [RateRule.parse(r) for r in config.rate_limits]
         quotas = [Quota.parse(q) for q in config.quotas]
-        self.limiter = RateLimiter(self.store, adapter, rules, quotas, self.tokens) if rules or quotas else None
+        self.limiter = RateLimiter(self.store, adapter, rules, quotas, self.tokens, clock=clock) if rules or quotas else None
         chans = list(channels or [])
         if config.webhook_url:
             chans.append(WebhookChannel(config.webhook_url))
@@ -128,6 +139,7 @@ class Safety:
             max_failures=config.max_failed_verifications,
             failure_window_seconds=config.failure_window_seconds,
             audit=self.audit,
+            clock=clock,
         )
         self.loop: SafetyLoop | None = None
         if config.loop_mode is not None:
@@ -139,6 +151,7 @@ class Safety:
                 audit=self.audit,
                 approve_start=config.approve_start,
                 agent_id=self.agent_id,
+                clock=clock,
             )
         self.gatekeeper = GatekeeperGuard(
             adapter,
@@ -232,6 +245,7 @@ def install_safety(
     *,
     store: Store | None = None,
     channels: list[DisplayChannel] | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> Safety:
     """Switch safety on for ``target`` (a thin helper over :meth:`Safety.extension`).
 
@@ -247,7 +261,7 @@ def install_safety(
             "or build a new engine with engine.extend(safety.extension())"
         )
     if isinstance(target, Registry):
-        safety = Safety(cfg, target.adapter, store, channels)
+        safety = Safety(cfg, target.adapter, store, channels, clock=clock)
         ext = safety.extension()
         if ext.rewrite is not None:
             target.rewrite(ext.rewrite)
@@ -255,7 +269,7 @@ def install_safety(
             target.add(spec, reserved_ok=True)
         return safety
     if isinstance(target, Extensible):
-        safety = Safety(cfg, target.name, store, channels)
+        safety = Safety(cfg, target.name, store, channels, clock=clock)
         target.use(safety.extension())
         return safety
     raise TypeError("install_safety needs an Adapter or a Registry")

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from ..protocol.categories import Category
@@ -96,6 +97,7 @@ class SafetyLoop:
         audit: Auditor | None = None,
         approve_start: bool = False,
         agent_id: str = DEFAULT_AGENT_ID,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"safety loop mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -103,7 +105,8 @@ class SafetyLoop:
         self.mode = mode
         self.cfg = autonomy or AutonomyConfig()
         self.challenges = challenges
-        self.executions = Executions(store)
+        self.clock = clock  # wall-clock seconds; injectable so pause expiry is tested without sleeping
+        self.executions = Executions(store, clock=clock)
         self.audit = audit or Auditor(store, "safety")
         self.boot = uuid.uuid4().hex  # verify pauses from an earlier process are ignored
         # REQ-LOOP-007: with approve_start, execute_agent leaves the execution pending until a
@@ -165,7 +168,7 @@ class SafetyLoop:
             return None
         if rule_of(pause).volatile:
             stale = pause.get("boot") != self.boot
-            expired = pause.get("expires_at", 0) < time.time()
+            expired = pause.get("expires_at", 0) < self.clock()
             if stale or expired:  # verify pauses lift on expiry and do not survive restarts
                 await self.store.delete(NS_PAUSE, agent)
                 return None
@@ -369,7 +372,7 @@ class SafetyLoop:
                 "factors": [f"Awaiting human {what} (verificationId {pause.get('challenge_id')})"],
                 "notifications": [self._pause_note(pause), *await self._danger_broadcast(agent), *await drain()],
             }
-        count = (await self.store.incr_window(f"steps:{execution['execution_id']}", STEP_WINDOW)).count
+        count = (await self.store.incr_window(f"steps:{execution['execution_id']}", STEP_WINDOW, now=self.clock())).count
         cfg = self.cfg.for_agent(agent)
         step = count - int(execution.get("extra_steps", 0))
         verdict = evaluate(next_action_hint, outcome, step, cfg)
@@ -423,7 +426,7 @@ class SafetyLoop:
         return rec if ok else None
 
     async def _steps(self, eid: str) -> int:
-        return (await self.store.peek_window(f"steps:{eid}", STEP_WINDOW)).count
+        return (await self.store.peek_window(f"steps:{eid}", STEP_WINDOW, now=self.clock())).count
 
     async def _act_on(
         self, agent: str, element: str, execution: dict[str, Any], v: Verdict, hint: str, directive: dict[str, Any]
@@ -511,8 +514,8 @@ class SafetyLoop:
         # terminal results are kept for a while (REQ-EXEC-014), then purged with their counter
         steps = await self._steps(eid)
         done = {**done, "steps": steps}
-        await self.store.put("execution", eid, done, purge_at=time.time() + RETAIN_FINISHED)
-        await self.store.reset_window(f"steps:{eid}", STEP_WINDOW)
+        await self.store.put("execution", eid, done, purge_at=self.clock() + RETAIN_FINISHED)
+        await self.store.reset_window(f"steps:{eid}", STEP_WINDOW, now=self.clock())
         return Executions.view(done)
 
     async def confirm_operation(self, challenge_id: str, code: str, element_name: str | None, ctx: Context) -> dict[str, Any]:

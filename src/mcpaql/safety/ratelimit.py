@@ -15,6 +15,8 @@ A request that is refused does not consume quota or rate budget (its increment i
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,8 +88,16 @@ class Quota:
 
 class RateLimiter:
     def __init__(
-        self, store: Store, adapter: str, rules: list[RateRule], quotas: list[Quota], tokens: ConfirmationService
+        self,
+        store: Store,
+        adapter: str,
+        rules: list[RateRule],
+        quotas: list[Quota],
+        tokens: ConfirmationService,
+        *,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        self.clock = clock  # wall-clock seconds; injectable so windows are tested without sleeping
         self.store = store
         self.adapter = adapter
         self.rules = rules
@@ -102,28 +112,29 @@ class RateLimiter:
         identity, session = self.tokens.caller(ctx)
         sid = session or f"identity:{identity}"  # a per-request session would reset the count each call
         taken: list[tuple[str, int]] = []
+        now = self.clock()  # one instant per check: a refund lands in the window it was taken from
         try:
             for i, rule in enumerate(self.rules):
                 if not rule.applies(spec):
                     continue
                 key = self._rule_key(i, rule, sid)
                 seconds = WINDOWS[rule.window]
-                w = await self.store.incr_window(key, seconds)
+                w = await self.store.incr_window(key, seconds, now=now)
                 taken.append((key, seconds))
                 if w.count > rule.limit:
-                    raise self._exceeded(rule, w)
+                    raise self._exceeded(rule, w, now)
             for q in self.quotas:
                 key = f"q:{self.adapter}:{q.metric}"
-                w = await self.store.incr_window(key, q.seconds)
+                w = await self.store.incr_window(key, q.seconds, now=now)
                 taken.append((key, q.seconds))
                 await self._quota(q, w, spec, values, ctx)
         except MCPAQLError:
             for key, seconds in taken:  # refused requests consume no budget
-                await self.store.incr_window(key, seconds, -1)
+                await self.store.incr_window(key, seconds, -1, now=now)
             raise
 
     @staticmethod
-    def _exceeded(rule: RateRule, w: Window) -> MCPAQLError:
+    def _exceeded(rule: RateRule, w: Window, now: float) -> MCPAQLError:
         return MCPAQLError(
             "RATE_LIMIT_EXCEEDED",
             f"Rate limit of '{rule.limit}' requests per '{rule.window}' reached",
@@ -132,7 +143,7 @@ class RateLimiter:
                 "remaining": 0,
                 "window": rule.window,
                 "resets_at": iso(w.resets_at),
-                "retry_after_seconds": w.retry_after(),
+                "retry_after_seconds": w.retry_after(now),
                 "scope": rule.scope,
             },
         )
@@ -148,7 +159,7 @@ class RateLimiter:
                     "current": current,
                     "hard_stop_threshold": q.hard_stop,
                     "resets_at": iso(w.resets_at),
-                    "retry_after_seconds": w.retry_after(),
+                    "retry_after_seconds": w.retry_after(self.clock()),
                 },
             )
         if current >= q.pause:
@@ -189,7 +200,7 @@ class RateLimiter:
         quotas = []
         resets: list[float] = []
         for q in self.quotas:
-            w = await self.store.peek_window(f"q:{self.adapter}:{q.metric}", q.seconds)
+            w = await self.store.peek_window(f"q:{self.adapter}:{q.metric}", q.seconds, now=self.clock())
             state = "ok"
             if q.hard_stop is not None and w.count >= q.hard_stop:
                 state = "exhausted"
@@ -212,7 +223,7 @@ class RateLimiter:
         for i, rule in enumerate(self.rules):
             if rule.per_session:
                 continue
-            w = await self.store.peek_window(self._rule_key(i, rule, ""), WINDOWS[rule.window])
+            w = await self.store.peek_window(self._rule_key(i, rule, ""), WINDOWS[rule.window], now=self.clock())
             limits.append(
                 {
                     "scope": rule.scope,

@@ -22,14 +22,15 @@ import abc
 import asyncio
 import base64
 import logging
-import os
 import re
 import secrets
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
+from ..config import settings
 from ..protocol.errors import MCPAQLError
 from ..store.base import NS_CHALLENGE, Store
 from .audit import Auditor, iso
@@ -102,7 +103,7 @@ class OSDialogChannel(DisplayChannel):
     def detect() -> list[str] | None:
         if shutil.which("osascript"):
             return ["osascript", "-e"]
-        if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        if settings().desktop:
             if shutil.which("zenity"):
                 return ["zenity", "--info", "--title=mcpaql verification", "--text"]
             if shutil.which("kdialog"):
@@ -140,8 +141,10 @@ class Challenges:
         max_failures: int = 10,
         failure_window_seconds: int = 60,
         audit: Auditor | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
+        self.clock = clock  # wall-clock seconds; injectable so expiry is tested without sleeping
         self.channels = list(channels or [])
         self.ttl = ttl_seconds
         self.max_failures = max_failures
@@ -154,7 +157,7 @@ class Challenges:
     async def create(self, agent: str, kind: str, *, action: str = "", reason: str = "", **extra: Any) -> dict[str, Any]:
         """Create and display a challenge for identity ``agent``; return its public form (no code)."""
         code = new_code()
-        now = time.time()
+        now = self.clock()
         cid = str(uuid.uuid4())
         rec = {
             "id": cid,
@@ -187,7 +190,7 @@ class Challenges:
     async def pending(self, *, with_codes: bool = False) -> list[dict[str, Any]]:
         """Unexpired challenges, public form. ``with_codes`` (for the human channel only: the
         approval page) adds ``code`` to those this process issued; others have no code here."""
-        now = time.time()
+        now = self.clock()
         out = [public(r) for r in await self.store.scan(NS_CHALLENGE) if r.get("expires_at", 0) > now]
         out.sort(key=lambda r: r.get("created_at", ""))
         if with_codes:
@@ -209,7 +212,7 @@ class Challenges:
         """Check ``code`` for challenge ``cid`` on behalf of identity ``caller``; return the
         public challenge or raise. Another identity's challenge is treated as unknown."""
         cid = cid if isinstance(cid, str) else ""
-        fails = await self.store.peek_window(self._fail_key(caller), self.window)
+        fails = await self.store.peek_window(self._fail_key(caller), self.window, now=self.clock())
         if fails.count >= self.max_failures:
             await self.audit("VERIFICATION_RATE_LIMITED", challenge_id=cid, agent=caller, outcome="failure")
             raise MCPAQLError(
@@ -220,7 +223,7 @@ class Challenges:
                     "remaining": 0,
                     "window": "minute",
                     "resets_at": iso(fails.resets_at),
-                    "retry_after_seconds": fails.retry_after(),
+                    "retry_after_seconds": fails.retry_after(self.clock()),
                 },
             )
         peek = await self.store.get(NS_CHALLENGE, cid) if cid else None
@@ -239,12 +242,12 @@ class Challenges:
         reason = None
         if rec is None:
             reason = "unknown_or_used"
-        elif rec.get("expires_at", 0) < time.time():
+        elif rec.get("expires_at", 0) < self.clock():
             reason = "expired"
         elif not isinstance(code, str) or not opens(rec.get("code_seal"), normalize_code(code)):
             reason = "wrong_code"
         if reason is not None:
-            w = await self.store.incr_window(self._fail_key(caller), self.window)
+            w = await self.store.incr_window(self._fail_key(caller), self.window, now=self.clock())
             await self.audit("VERIFICATION_FAILED", challenge_id=cid, agent=caller, outcome="failure", failure_reason=reason)
             msg = "Verification challenge has expired" if reason == "expired" else "Verification failed"
             raise MCPAQLError(

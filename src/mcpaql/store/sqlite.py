@@ -31,6 +31,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..config import settings
 from .base import NS_CHALLENGE, NS_TOKEN, Record, Store, Window, matches, window_start
 
 T = TypeVar("T")
@@ -52,8 +53,7 @@ CREATE TABLE IF NOT EXISTS audit (
 
 
 def default_path() -> Path:
-    base = Path(os.environ.get("MCPAQL_HOME") or Path.home() / ".mcpaql")
-    return base / "safety.db"
+    return settings().home / "safety.db"
 
 
 def _dump(v: Record) -> str:
