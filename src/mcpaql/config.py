@@ -5,6 +5,7 @@ Environment variables: ``MCP_AQL_ENDPOINT_MODE`` (semantic|single|all, MODES §3
 ``MCP_AQL_TOOL_PREFIX`` (MCPI §6.2), ``MCPAQL_TOOL_PATTERN``, ``MCPAQL_SINGLE_PATTERN``,
 ``MCPAQL_BARE_NAMES`` (1 → spec names ``mcp_aql_{endpoint}`` / ``mcp_aql``),
 ``MCPAQL_ENUMERATE_OPERATIONS`` (1 → per-endpoint ``enum`` of operations in input schemas).
+HTTP authentication (docs/auth.md): see :data:`AUTH_ENV` and :func:`auth_settings`.
 """
 
 from __future__ import annotations
@@ -173,4 +174,29 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
         out["allow"] = env["MCPAQL_ALLOW"]
     if env.get("MCPAQL_ENUMERATE_OPERATIONS"):
         out["enumerate_operations"] = _truthy(env["MCPAQL_ENUMERATE_OPERATIONS"])
+    return out
+
+
+# HTTP authentication settings (docs/auth.md) and the variables they are read from; a flag wins.
+AUTH_ENV: dict[str, str] = {
+    "auth_issuer": "MCPAQL_AUTH_ISSUER",
+    "auth_audience": "MCPAQL_AUTH_AUDIENCE",
+    "auth_jwks_url": "MCPAQL_AUTH_JWKS_URL",
+    "api_keys_file": "MCPAQL_API_KEYS_FILE",
+    "api_keys": "MCPAQL_API_KEYS",  # inline keys, ';'-separated (a file is better: see docs/auth.md)
+    "resource_url": "MCPAQL_RESOURCE_URL",
+    "insecure_no_auth": "MCPAQL_INSECURE_NO_AUTH",
+}
+
+
+def auth_settings(env: Mapping[str, str] | None = None, **flags: Any) -> dict[str, Any]:
+    """The authentication settings: each flag given (not ``None``/``False``), else its variable."""
+    env = os.environ if env is None else env
+    out: dict[str, Any] = {}
+    for name, var in AUTH_ENV.items():
+        flag = flags.get(name)
+        if flag not in (None, False, ""):
+            out[name] = flag
+        elif env.get(var, "").strip():
+            out[name] = _truthy(env[var]) if name == "insecure_no_auth" else env[var].strip()
     return out

@@ -20,6 +20,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .auth.options import AuthOptions, check_exposure
 from .config import Config
 from .protocol.dispatch import Engine
 
@@ -57,10 +58,14 @@ class ServeOptions:
     path: str = "/mcp"
     log_level: int = logging.WARNING
     channel: ChannelOptions = field(default_factory=_default_channel)
+    # Who may call over HTTP (docs/auth.md); a non-loopback host needs it or insecure_no_auth.
+    auth: AuthOptions = field(default_factory=AuthOptions)
 
     def __post_init__(self) -> None:
         if self.transport not in TRANSPORTS:
             raise ValueError("transport must be stdio or http")
+        if self.transport == "http":
+            check_exposure(self.host, self.auth)  # AuthConfigError is a ValueError: one line
 
 
 def announce(line: str) -> None:
@@ -115,7 +120,9 @@ async def serve_async(
             f"serving {name + ' ' if name else ''}on http://{options.host}:{options.port}{options.path}"
             + (" (stateless)" if options.stateless else "")
         )
-        await serve_http_async(holder, host=options.host, port=options.port, stateless=options.stateless, path=options.path)
+        await serve_http_async(
+            holder, host=options.host, port=options.port, stateless=options.stateless, path=options.path, auth=options.auth
+        )
 
 
 def serve(source: Source, options: ServeOptions | None = None, **kw: Any) -> None:
