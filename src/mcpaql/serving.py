@@ -20,7 +20,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .auth.options import AuthOptions, check_exposure
+from .auth.options import AuthOptions, check_exposure, resource_url
 from .config import Config
 from .protocol.dispatch import Engine
 
@@ -66,6 +66,8 @@ class ServeOptions:
             raise ValueError("transport must be stdio or http")
         if self.transport == "http":
             check_exposure(self.host, self.auth)  # AuthConfigError is a ValueError: one line
+            if self.auth.issuer:
+                resource_url(self.auth, self.host, self.port, self.path)  # known before serving starts
 
 
 def announce(line: str) -> None:

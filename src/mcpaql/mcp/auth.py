@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from typing import Any
+from typing import Any, cast
 
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -145,9 +145,11 @@ def protect(app: Starlette, auth: AuthOptions, resource: str, *, path: str, name
     authenticator = build_authenticator(auth, resource)
     metadata_url: str | None = None
     if auth.issuer:
+        # strings, validated by the metadata model itself, which keeps an empty path empty: an
+        # issuer is compared as an exact string (RFC 8414 §3.3), so no trailing "/" may appear
         routes = create_protected_resource_routes(
-            resource_url=AnyHttpUrl(resource),
-            authorization_servers=[AnyHttpUrl(auth.issuer)],
+            resource_url=cast(AnyHttpUrl, resource),
+            authorization_servers=[cast(AnyHttpUrl, auth.issuer)],
             scopes_supported=list(SCOPES),
             resource_name=name,
         )
