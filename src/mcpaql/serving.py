@@ -68,6 +68,7 @@ class ServeOptions:
             check_exposure(self.host, self.auth)  # AuthConfigError is a ValueError: one line
             if self.auth.issuer:
                 resource_url(self.auth, self.host, self.port, self.path)  # known before serving starts
+            self.auth.load_keys()  # a bad keys file fails here, before "serving on"
 
 
 def announce(line: str) -> None:

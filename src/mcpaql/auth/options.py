@@ -68,6 +68,17 @@ class AuthOptions:
         if self.insecure_no_auth and self.configured:
             raise AuthConfigError("--insecure-no-auth contradicts the authentication configured (drop one of them)")
 
+    def load_keys(self) -> ApiKeys | None:
+        """The configured API keys (read now: a bad file fails at start, naming the line)."""
+        from .apikeys import ApiKeyError, ApiKeys
+
+        if not (self.api_keys_file or self.api_keys):
+            return None
+        try:
+            return ApiKeys.load(self.api_keys_file, self.api_keys)
+        except ApiKeyError as e:
+            raise AuthConfigError(str(e)) from None
+
 
 def _flag(name: str) -> str:
     return {"issuer": "--auth-issuer", "jwks_url": "--auth-jwks-url", "resource_url": "--resource-url"}[name]
@@ -122,13 +133,9 @@ class Authenticator:
 
 def build_authenticator(auth: AuthOptions, resource: str) -> Authenticator:
     """The authenticator for ``auth``; the audience defaults to this resource's URL."""
-    from .apikeys import ApiKeyError, ApiKeys
     from .jwks import JwksCache, JwtVerifier
 
-    try:
-        keys = ApiKeys.load(auth.api_keys_file, auth.api_keys) if (auth.api_keys_file or auth.api_keys) else None
-    except ApiKeyError as e:
-        raise AuthConfigError(str(e)) from None
+    keys = auth.load_keys()
     verifier = None
     if auth.issuer:
         jwks = JwksCache(auth.jwks_url, auth.issuer)
