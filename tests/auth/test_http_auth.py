@@ -21,7 +21,7 @@ import httpx
 import pytest
 from issuer import Issuer
 
-from conftest import Keys, Served
+from conftest import APP, Keys, Served
 from mcpaql.mcp.client import connect
 
 pytestmark = pytest.mark.anyio
@@ -49,8 +49,6 @@ def cases(issuer: Issuer, server: Served, keys: Keys) -> dict[str, tuple[list[st
     """name → (Authorization header values, status, RFC 6750 error code)."""
     aud = server.url
     now = int(time.time())
-    unknown = issuer.rotate.__self__ and None  # keep linters quiet about the bound method
-    del unknown
     from cryptography.hazmat.primitives.asymmetric import rsa
 
     stranger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -173,3 +171,25 @@ async def test_a_session_belongs_to_its_caller(keys: Keys, server: Served) -> No
         hijack = httpx.post(server.url, content=json.dumps(list_call), headers=as_b, timeout=10)
         assert hijack.status_code in (403, 404), hijack.text
         assert "authdemo_mcpaql" not in hijack.text
+
+
+@pytest.fixture(scope="module")
+def stateless(issuer: Issuer, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    tmp = tmp_path_factory.mktemp("stateless")
+    argv = ["serve", APP, "--stateless", "--auth-issuer", issuer.url]  # JWKS found from the issuer's metadata
+    srv = Served(argv, tmp, env={"MCPAQL_HOME": str(tmp)})
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_stateless_and_both_protocol_eras_carry_the_identity(issuer: Issuer, stateless: Served, mode: str) -> None:
+    token = issuer.token(stateless.url, sub="svc-7", scope="mcpaql:read")
+    async with connect(stateless.url, headers={"Authorization": f"Bearer {token}"}, mode=mode) as conn:  # type: ignore[arg-type]
+        assert [t["name"] for t in await conn.list_tools_raw()] == ["authdemo_mcpaql_read"]
+        for _ in range(2):
+            me = await call(conn, "authdemo_mcpaql_read", {"operation": "whoami"})
+            assert me["data"]["identity"] == "svc-7", me
+        denied = await call(conn, "authdemo_mcpaql_create", {"operation": "create_note", "params": {"name": "x"}})
+        assert denied["success"] is False
+    assert post(stateless, None).status_code == 401

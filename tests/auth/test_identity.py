@@ -116,3 +116,22 @@ async def test_human_facing_operations_need_the_admin_scope(tmp_path: Path) -> N
         assert agent["error"]["details"] == {"reason": "insufficient_scope", "operation": op, "required_scope": "mcpaql:admin"}
         human = await engine_for(engine, caller("operator", "mcpaql:full", "mcpaql:admin")).call_tool(tool, request, ctx)
         assert human["error"]["code"] != "PERMISSION_DENIED" or human["error"]["details"].get("reason") != "insufficient_scope"
+
+
+async def test_the_audit_log_and_the_safety_loop_use_the_authenticated_identity(tmp_path: Path) -> None:
+    """The loop's agent id is the caller's identity: ``element_name`` (chosen by the agent) does
+    not change it; audit entries name the identity that acted."""
+    app = make_app()
+    store = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    install_safety(app, SafetyConfig(trust="validated", loop_mode="enforcing"), store=store)
+    engine = engine_for(app.engine(Config()), caller("alice", "mcpaql:full"))
+    ctx = Context(session=Session(identity="alice"))
+    started = await engine.call_tool(
+        "authdemo_mcpaql_execute", {"operation": "execute_agent", "params": {"element_name": "bob"}}, ctx
+    )
+    assert started["success"], started
+    executions = await store.scan("execution", {})
+    assert [e["identity"] for e in executions] == ["alice"]
+    await engine.call_tool(DELETE, {"operation": "delete_note", "params": {"name": "n"}}, ctx)
+    entries = [e for e in await store.read_audit() if e["event"] == "CONFIRMATION_REQUIRED"]
+    assert entries and all(e["identity"] == "alice" for e in entries), entries
