@@ -19,9 +19,9 @@ from typing import Any
 
 import httpx
 import pytest
+from auth_support import APP, Keys, Served
 from issuer import Issuer
 
-from conftest import APP, Keys, Served
 from mcpaql.mcp.client import connect
 
 pytestmark = pytest.mark.anyio

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+from auth_support import Keys, Served
 from issuer import free_port
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -21,7 +22,6 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from conftest import Keys, Served
 from mcpaql.mcp.client import connect
 
 pytestmark = pytest.mark.anyio

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from auth_app import make_app
+from auth_support import Keys, Served
 
-from conftest import Keys, Served
 from mcpaql import Config
 from mcpaql.auth.narrow import engine_for
 from mcpaql.auth.scopes import Caller, categories_of

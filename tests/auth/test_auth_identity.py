@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from auth_app import make_app
+from auth_support import APP, Keys, Served
 
-from conftest import APP, Keys, Served
 from mcpaql import Config
 from mcpaql.auth.narrow import engine_for
 from mcpaql.auth.scopes import Caller
