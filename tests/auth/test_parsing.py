@@ -95,6 +95,11 @@ def test_any_subject_becomes_a_safe_identity(subject: str, kind: str) -> None:
     assert identity_for(subject, kind) == ident
 
 
+def test_a_token_subject_cannot_pose_as_an_api_key() -> None:
+    assert identity_for("writer", "key") == "key:writer"
+    assert identity_for("key:writer") != "key:writer" and identity_for("key:writer").startswith("sub-sha256:")
+
+
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=30), lambda c: st.lists(c, max_size=4)))
 def test_any_scope_claim_gives_a_set_of_strings(value: object) -> None:
     scopes = parse_scopes(value)

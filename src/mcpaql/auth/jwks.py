@@ -18,6 +18,7 @@ A rejection is a :class:`TokenRejected` whose ``description`` is safe to send (R
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -135,6 +136,17 @@ class JwtVerifier:
     audience: tuple[str, ...]
     jwks: JwksCache
     leeway: float = 30.0
+    # parsed public keys by (alg, JWK): parsing a JWK costs more than verifying a signature
+    _parsed: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
+
+    def _public_key(self, jwk_data: dict[str, Any], alg: str) -> Any:
+        cache_key = (alg, json.dumps(jwk_data, sort_keys=True))
+        key = self._parsed.get(cache_key)
+        if key is None:
+            if len(self._parsed) > 64:  # keys rotate; never grow without bound
+                self._parsed.clear()
+            key = self._parsed[cache_key] = jwt.PyJWK(jwk_data, algorithm=alg).key
+        return key
 
     async def verify(self, token: str) -> Caller:
         try:
@@ -153,7 +165,7 @@ class JwtVerifier:
         if jwk_data.get("alg", alg) != alg or jwk_data.get("kty") != _KTY[alg[:2]]:
             raise TokenRejected("the access token's algorithm does not match its key")
         try:
-            key = jwt.PyJWK(jwk_data, algorithm=alg).key
+            key = self._public_key(jwk_data, alg)
             claims = jwt.decode(
                 token,
                 key,

@@ -96,7 +96,8 @@ def identity_for(subject: str, kind: str = "") -> str:
     """A store-safe identity for ``subject``: the subject itself where it is a plain id,
     else a stable digest of it (a subject may be any string; keys and log lines must not be)."""
     value = f"{kind}:{subject}" if kind else subject
-    if _IDENTITY.match(value):
+    # a token's subject may not pose as an API key's identity ("key:…"): that one is digested
+    if _IDENTITY.match(value) and (kind or not value.startswith("key:")):
         return value
     digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     return f"{kind or 'sub'}-sha256:{digest}"
