@@ -135,3 +135,19 @@ async def test_the_audit_log_and_the_safety_loop_use_the_authenticated_identity(
     await engine.call_tool(DELETE, {"operation": "delete_note", "params": {"name": "n"}}, ctx)
     entries = [e for e in await store.read_audit() if e["event"] == "CONFIRMATION_REQUIRED"]
     assert entries and all(e["identity"] == "alice" for e in entries), entries
+
+
+async def test_quotas_count_per_identity(tmp_path: Path) -> None:
+    app = make_app()
+    quota = {"metric": "requests_per_minute", "warn": 1, "pause": 2, "hard_stop": 3, "per_identity": True}
+    install_safety(app, SafetyConfig(trust="validated", quotas=[quota]), store=open_store(f"sqlite:///{tmp_path / 's.db'}"))
+    engine = engine_for(app.engine(Config()), caller("x", "mcpaql:read"))
+    whoami = {"operation": "whoami"}
+    alice = [await engine.call_tool(READ, whoami, Context(session=Session(identity="alice"))) for _ in range(3)]
+    assert alice[0]["success"] and alice[2]["error"]["code"] == "RATE_LIMIT_QUOTA_PAUSE", alice
+    bob = await engine.call_tool(READ, whoami, Context(session=Session(identity="bob")))
+    assert bob["success"] and not bob.get("warnings"), bob  # bob's count starts at his own zero
+    status = await engine.call_tool(
+        READ, {"operation": "introspect", "params": {"query": "quota_status"}}, Context(session=Session(identity="bob"))
+    )
+    assert status["data"]["quotas"][0]["current"] == 2, status  # bob's own two calls (introspect counts too)
