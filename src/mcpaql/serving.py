@@ -122,6 +122,7 @@ async def serve_async(
         announce(
             f"serving {name + ' ' if name else ''}on http://{options.host}:{options.port}{options.path}"
             + (" (stateless)" if options.stateless else "")
+            + options.auth.summary()
         )
         await serve_http_async(
             holder, host=options.host, port=options.port, stateless=options.stateless, path=options.path, auth=options.auth

@@ -117,3 +117,21 @@ async def test_the_low_level_http_server_refuses_too() -> None:
 
     with pytest.raises(AuthConfigError, match="refusing"):
         await serve_http_async(Adapter("x").engine(Config()), host="0.0.0.0", port=1)
+
+
+@pytest.mark.anyio
+async def test_api_keys_beyond_loopback_need_no_resource_url() -> None:
+    """API keys alone need no public URL (no audience, no metadata document): the app builds
+    for 0.0.0.0 and answers a request without credentials with a bare ``Bearer`` challenge."""
+    import httpx
+
+    from mcpaql import Adapter, Config
+    from mcpaql.mcp.transports import http_app
+
+    auth = AuthOptions(api_keys="ops mcpaql:read " + "k" * 30)
+    assert ServeOptions(transport="http", host="0.0.0.0", auth=auth).auth.summary() == " with auth: API keys"
+    app = http_app(Adapter("x").engine(Config()), host="0.0.0.0", auth=auth)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://h") as client:
+        r = await client.post("/mcp", json={})
+        assert (r.status_code, r.headers["www-authenticate"]) == (401, "Bearer")
+        assert (await client.get("/.well-known/oauth-protected-resource/mcp")).status_code == 404

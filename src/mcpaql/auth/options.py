@@ -68,6 +68,15 @@ class AuthOptions:
         if self.insecure_no_auth and self.configured:
             raise AuthConfigError("--insecure-no-auth contradicts the authentication configured (drop one of them)")
 
+    def summary(self) -> str:
+        """What the "serving on" line says about authentication (never a secret)."""
+        kinds = [f"JWTs from {self.issuer}"] if self.issuer else []
+        if self.api_keys_file or self.api_keys:
+            kinds.append("API keys")
+        if kinds:
+            return " with auth: " + " and ".join(kinds)
+        return " WITHOUT authentication (--insecure-no-auth)" if self.insecure_no_auth else ""
+
     def load_keys(self) -> ApiKeys | None:
         """The configured API keys (read now: a bad file fails at start, naming the line)."""
         from .apikeys import ApiKeyError, ApiKeys
@@ -131,7 +140,7 @@ class Authenticator:
         raise TokenRejected("the access token is invalid")
 
 
-def build_authenticator(auth: AuthOptions, resource: str) -> Authenticator:
+def build_authenticator(auth: AuthOptions, resource: str | None) -> Authenticator:
     """The authenticator for ``auth``; the audience defaults to this resource's URL."""
     from .jwks import JwksCache, JwtVerifier
 
@@ -139,5 +148,8 @@ def build_authenticator(auth: AuthOptions, resource: str) -> Authenticator:
     verifier = None
     if auth.issuer:
         jwks = JwksCache(auth.jwks_url, auth.issuer)
-        verifier = JwtVerifier(auth.issuer, auth.audience or (resource,), jwks, leeway=auth.leeway)
+        audience = auth.audience or ((resource,) if resource else ())
+        if not audience:
+            raise AuthConfigError("--auth-issuer needs --auth-audience or --resource-url (the audience tokens must name)")
+        verifier = JwtVerifier(auth.issuer, audience, jwks, leeway=auth.leeway)
     return Authenticator(verifier, keys)

@@ -139,12 +139,12 @@ class BearerGate:
         await send({"type": "http.response.body", "body": body})
 
 
-def protect(app: Starlette, auth: AuthOptions, resource: str, *, path: str, name: str | None = None) -> None:
+def protect(app: Starlette, auth: AuthOptions, resource: str | None, *, path: str, name: str | None = None) -> None:
     """Put ``app``'s MCP endpoint at ``path`` behind a :class:`BearerGate` and serve the
     protected-resource metadata (RFC 9728) when an authorization server is configured."""
     authenticator = build_authenticator(auth, resource)
     metadata_url: str | None = None
-    if auth.issuer:
+    if auth.issuer and resource:
         # strings, validated by the metadata model itself, which keeps an empty path empty: an
         # issuer is compared as an exact string (RFC 8414 §3.3), so no trailing "/" may appear
         routes = create_protected_resource_routes(

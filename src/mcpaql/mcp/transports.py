@@ -124,7 +124,8 @@ def http_app(
     # REQ-VAL-023: invalid UTF-8 is VALIDATION_INVALID_ENCODING here too, not the SDK's bare -32700.
     app.add_middleware(Utf8Guard, limit=line_limit(current_engine(engine).config.limits))
     if auth is not None and auth.configured:  # outermost: nothing runs for a caller it refuses
-        protect(app, auth, resource_url(auth, host, port, path), path=path, name=current_engine(engine).registry.display_name)
+        resource = resource_url(auth, host, port, path) if auth.issuer or auth.resource_url else None  # API keys need none
+        protect(app, auth, resource, path=path, name=current_engine(engine).registry.display_name)
     sdk_lifespan = app.router.lifespan_context  # runs the SDK's session manager
     backend = lifespan_of(engine)
 
