@@ -73,6 +73,23 @@ AgentIdOpt = Annotated[
     str | None,
     typer.Option(help="Safety identity of this server's clients (blocks, pauses, tokens); default $MCPAQL_AGENT_ID or 'default'"),
 ]
+# HTTP authentication (docs/auth.md); each also read from its MCPAQL_* variable (config.AUTH_ENV).
+AuthIssuerOpt = Annotated[str | None, typer.Option(help="Trust bearer JWTs from this OAuth issuer (env MCPAQL_AUTH_ISSUER)")]
+AuthAudienceOpt = Annotated[
+    str | None, typer.Option(help="Accepted token audience(s), comma-separated (default: --resource-url)")
+]
+AuthJwksOpt = Annotated[str | None, typer.Option(help="The issuer's JWKS URL (default: from the issuer's metadata)")]
+ApiKeysFileOpt = Annotated[str | None, typer.Option(help="Static API keys: '<subject> <scope>[,...] <key>' per line")]
+ResourceUrlOpt = Annotated[str | None, typer.Option(help="This server's public URL (RFC 9728 resource; default audience)")]
+InsecureNoAuthOpt = Annotated[bool, typer.Option(help="Allow HTTP beyond loopback with no authentication at all")]
+AUTH_FLAGS: tuple[tuple[str, Any, Any], ...] = (
+    ("auth_issuer", AuthIssuerOpt, None),
+    ("auth_audience", AuthAudienceOpt, None),
+    ("auth_jwks_url", AuthJwksOpt, None),
+    ("api_keys_file", ApiKeysFileOpt, None),
+    ("resource_url", ResourceUrlOpt, None),
+    ("insecure_no_auth", InsecureNoAuthOpt, False),
+)
 
 SERVING_FLAGS: tuple[tuple[str, Any, Any], ...] = (
     ("mode", ModeOpt, None),
@@ -94,7 +111,19 @@ SERVING_FLAGS: tuple[tuple[str, Any, Any], ...] = (
     ("approval_port", ApprovalPortOpt, 0),
     ("approval_host", ApprovalHostOpt, "127.0.0.1"),
     ("approval_url_file", ApprovalUrlFileOpt, None),
+    *AUTH_FLAGS,
 )
+
+
+def _auth_options(**flags: Any) -> Any:
+    """The serving flags' (and environment's) authentication settings, checked (one line, exit 2)."""
+    from .auth.options import AuthConfigError, AuthOptions
+    from .config import auth_settings
+
+    try:
+        return AuthOptions.from_settings(auth_settings(**flags))
+    except AuthConfigError as e:
+        _fail(str(e))
 
 
 def _serve_options(
@@ -119,6 +148,7 @@ def _serve_options(
     approval_port: int,
     approval_host: str,
     approval_url_file: Path | None,
+    **auth: Any,
 ) -> Any:
     """The one place the serving flags become a ServeOptions (a bad value exits 2 with one line)."""
     from .mcp.transports import configure_logging
@@ -129,16 +159,20 @@ def _serve_options(
     configure_logging(log_level)
     if transport not in TRANSPORTS:
         _fail("transport must be stdio or http")
-    return ServeOptions(
-        config=cfg,
-        safety=_safety_config(safety, trust, safety_loop, agent_id),
-        transport=transport,
-        host=host,
-        port=port,
-        stateless=stateless,
-        log_level=log_level,
-        channel=ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file),
-    )
+    try:
+        return ServeOptions(
+            config=cfg,
+            safety=_safety_config(safety, trust, safety_loop, agent_id),
+            transport=transport,
+            host=host,
+            port=port,
+            stateless=stateless,
+            log_level=log_level,
+            channel=ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file),
+            auth=_auth_options(**auth),
+        )
+    except ValueError as e:  # e.g. HTTP beyond loopback without authentication
+        _fail(str(e))
 
 
 def serving_command(*, log_level: int = logging.WARNING, **settings: Any) -> Callable[[Callable[..., None]], Any]:
@@ -853,6 +887,12 @@ def guard(
     approval_port: ApprovalPortOpt = 0,
     approval_host: ApprovalHostOpt = "127.0.0.1",
     approval_url_file: ApprovalUrlFileOpt = None,
+    auth_issuer: AuthIssuerOpt = None,
+    auth_audience: AuthAudienceOpt = None,
+    auth_jwks_url: AuthJwksOpt = None,
+    api_keys_file: ApiKeysFileOpt = None,
+    resource_url: ResourceUrlOpt = None,
+    insecure_no_auth: InsecureNoAuthOpt = False,
 ) -> None:
     """The execution safety loop as its own MCP server (the "safety dongle")."""
     from .safety.channel import ChannelError, ChannelOptions
@@ -872,13 +912,25 @@ def guard(
     except (OSError, TypeError, ValueError) as e:
         _fail(f"invalid guard settings: {e}")
         return
-    options = ServeOptions(
-        transport=transport,
-        host=host,
-        port=port,
-        stateless=stateless,
-        channel=ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file),
+    auth = _auth_options(
+        auth_issuer=auth_issuer,
+        auth_audience=auth_audience,
+        auth_jwks_url=auth_jwks_url,
+        api_keys_file=api_keys_file,
+        resource_url=resource_url,
+        insecure_no_auth=insecure_no_auth,
     )
+    try:
+        options = ServeOptions(
+            transport=transport,
+            host=host,
+            port=port,
+            stateless=stateless,
+            channel=ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file),
+            auth=auth,
+        )
+    except ValueError as e:
+        _fail(str(e))
     try:
         run_guard(config, options)
     except ChannelError as e:

@@ -10,6 +10,7 @@ Process settings (not part of an engine's :class:`Config`; see :class:`Settings`
 the environment here too, and nowhere else in the package: ``MCPAQL_HOME``, ``MCPAQL_AGENT_ID``,
 ``MCPAQL_DEMO_DB``, ``MCPAQL_UVLOOP``, ``MCPAQL_UPSTREAM_LANE``, ``MCPAQL_STDIO_DRAIN_SECONDS``,
 ``MCPAQL_SPEC_SCHEMAS`` and the desktop's ``DISPLAY``/``WAYLAND_DISPLAY``.
+HTTP authentication (docs/auth.md): see :data:`AUTH_ENV` and :func:`auth_settings`.
 """
 
 from __future__ import annotations
@@ -225,3 +226,28 @@ def settings(env: Mapping[str, str] | None = None) -> Settings:
         spec_schemas=env.get("MCPAQL_SPEC_SCHEMAS") or None,
         desktop=bool(env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")),
     )
+
+
+# HTTP authentication settings (docs/auth.md) and the variables they are read from; a flag wins.
+AUTH_ENV: dict[str, str] = {
+    "auth_issuer": "MCPAQL_AUTH_ISSUER",
+    "auth_audience": "MCPAQL_AUTH_AUDIENCE",
+    "auth_jwks_url": "MCPAQL_AUTH_JWKS_URL",
+    "api_keys_file": "MCPAQL_API_KEYS_FILE",
+    "api_keys": "MCPAQL_API_KEYS",  # inline keys, ';'-separated (a file is better: see docs/auth.md)
+    "resource_url": "MCPAQL_RESOURCE_URL",
+    "insecure_no_auth": "MCPAQL_INSECURE_NO_AUTH",
+}
+
+
+def auth_settings(env: Mapping[str, str] | None = None, **flags: Any) -> dict[str, Any]:
+    """The authentication settings: each flag given (not ``None``/``False``), else its variable."""
+    env = os.environ if env is None else env
+    out: dict[str, Any] = {}
+    for name, var in AUTH_ENV.items():
+        flag = flags.get(name)
+        if flag not in (None, False, ""):
+            out[name] = flag
+        elif env.get(var, "").strip():
+            out[name] = _truthy(env[var]) if name == "insecure_no_auth" else env[var].strip()
+    return out

@@ -20,6 +20,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .auth.options import AuthOptions, check_exposure, resource_url
 from .config import Config
 from .protocol.dispatch import Engine
 
@@ -57,10 +58,17 @@ class ServeOptions:
     path: str = "/mcp"
     log_level: int = logging.WARNING
     channel: ChannelOptions = field(default_factory=_default_channel)
+    # Who may call over HTTP (docs/auth.md); a non-loopback host needs it or insecure_no_auth.
+    auth: AuthOptions = field(default_factory=AuthOptions)
 
     def __post_init__(self) -> None:
         if self.transport not in TRANSPORTS:
             raise ValueError("transport must be stdio or http")
+        if self.transport == "http":
+            check_exposure(self.host, self.auth)  # AuthConfigError is a ValueError: one line
+            if self.auth.issuer:
+                resource_url(self.auth, self.host, self.port, self.path)  # known before serving starts
+            self.auth.load_keys()  # a bad keys file fails here, before "serving on"
 
 
 def announce(line: str) -> None:
@@ -114,8 +122,11 @@ async def serve_async(
         announce(
             f"serving {name + ' ' if name else ''}on http://{options.host}:{options.port}{options.path}"
             + (" (stateless)" if options.stateless else "")
+            + options.auth.summary()
         )
-        await serve_http_async(holder, host=options.host, port=options.port, stateless=options.stateless, path=options.path)
+        await serve_http_async(
+            holder, host=options.host, port=options.port, stateless=options.stateless, path=options.path, auth=options.auth
+        )
 
 
 def serve(source: Source, options: ServeOptions | None = None, **kw: Any) -> None:

@@ -20,11 +20,13 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
+from ..auth.narrow import engine_for
 from ..protocol.dispatch import Engine
 from ..protocol.envelope import failure
-from ..protocol.errors import internal_error
+from ..protocol.errors import MCPAQLError, internal_error
 from ..protocol.session import Session
 from ..protocol.surface import ToolDef
+from .auth import caller_of, request_identity
 from .progress import progress_sink
 from .sdk_private import request_connection
 from .sessions import SessionBinder
@@ -52,6 +54,14 @@ def to_mcp_tool(tool: ToolDef) -> types.Tool:
             idempotent_hint=a.get("idempotentHint"),
             open_world_hint=a.get("openWorldHint"),
         ),
+    )
+
+
+def session_not_yours() -> MCPAQLError:
+    return MCPAQLError(
+        "PERMISSION_DENIED",
+        "Permission denied: 'this session belongs to another caller'",
+        {"reason": "session_identity_mismatch"},
     )
 
 
@@ -92,14 +102,22 @@ def build_server(
     """
     engine = current_engine(source)
     registry = engine.registry
-    surface: dict[str, Any] = {}
+    # converted once per engine (the served one and each scope-narrowed one), not per request
+    surfaces: weakref.WeakKeyDictionary[Engine, tuple[list[types.Tool], dict[str, Mapping[str, Any]]]] = (
+        weakref.WeakKeyDictionary()
+    )
 
     def tools_of(e: Engine) -> tuple[list[types.Tool], dict[str, Mapping[str, Any]]]:
-        if surface.get("engine") is not e:  # converted once per engine, not per request
-            surface.update(engine=e, tools=[to_mcp_tool(t) for t in e.tools], schemas={t.name: t.input_schema for t in e.tools})
-        return surface["tools"], surface["schemas"]
+        found = surfaces.get(e)
+        if found is None:
+            found = surfaces[e] = ([to_mcp_tool(t) for t in e.tools], {t.name: t.input_schema for t in e.tools})
+        return found
 
-    binder = SessionBinder(engine, transport=transport, pinned=session, identify=identify)
+    def engine_of(ctx: ServerRequestContext[Any]) -> Engine:
+        """The engine this request may use: narrowed to an authenticated caller's scopes."""
+        return engine_for(current_engine(source), caller_of(ctx))
+
+    binder = SessionBinder(engine, transport=transport, pinned=session, identify=identify or request_identity)
     listeners: weakref.WeakSet[Any] = weakref.WeakSet()
 
     async def notify_changed(_new: Engine) -> None:
@@ -123,16 +141,20 @@ def build_server(
 
     async def on_list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         remember(ctx)
-        return types.ListToolsResult(tools=tools_of(current_engine(source))[0])
+        return types.ListToolsResult(tools=tools_of(engine_of(ctx))[0])
 
     async def on_call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         owned: Session | None = None
         engine = current_engine(source)
         try:
             remember(ctx)
+            engine = engine_of(ctx)
             session, is_owned = binder.session_for(ctx)
             if is_owned:
                 owned = session
+            caller = caller_of(ctx)
+            if caller is not None and session.identity != caller.identity:  # the SDK binds sessions to principals too
+                return _result(*engine.render(failure(session_not_yours())))
             call_ctx = engine.context(session, progress_sink=progress_sink(ctx, params))
             envelope = await engine.call_tool(params.name, params.arguments, call_ctx)
             text, is_error = engine.render(envelope)
@@ -154,5 +176,5 @@ def build_server(
         instructions=INSTRUCTIONS,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
-        get_tool_input_schema=lambda name: tools_of(current_engine(source))[1].get(name),
+        get_tool_input_schema=lambda name: tools_of(current_engine(source))[1].get(name),  # all tools: calls are narrowed
     )

@@ -18,9 +18,11 @@ from mcp.server.lowlevel import NotificationOptions
 from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
+from ..auth.options import AuthOptions, check_exposure, resource_url
 from ..config import settings
 from ..protocol.dispatch import Engine
 from ..protocol.extension import Lifespan, combine_lifespans
+from .auth import protect
 from .framing import Utf8Guard, line_limit
 from .server import EngineHolder, build_server, current_engine
 from .stdio_pipes import claimed_stdio, drained_streams
@@ -96,12 +98,21 @@ def run_stdio(engine: Engine) -> None:
     run_served(serve_stdio, engine)
 
 
-def http_app(engine: Engine | EngineHolder, *, stateless: bool = False, path: str = "/mcp", host: str = "127.0.0.1") -> Starlette:
+def http_app(
+    engine: Engine | EngineHolder,
+    *,
+    stateless: bool = False,
+    path: str = "/mcp",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    auth: AuthOptions | None = None,
+) -> Starlette:
     """A Starlette app serving ``engine`` over streamable HTTP at ``path``.
 
     Stateful mode keeps one mcpaql session per ``Mcp-Session-Id``; stateless mode (and every
     2026-07-28 request) makes each request its own session. For a loopback ``host`` the SDK
-    turns on DNS-rebinding protection (Host/Origin allow-lists).
+    turns on DNS-rebinding protection (Host/Origin allow-lists). With ``auth`` configured the
+    endpoint is an OAuth 2.1 resource server (``mcp/auth.py``, docs/auth.md).
     """
     server = build_server(engine, transport="http")
     app = server.streamable_http_app(
@@ -112,6 +123,9 @@ def http_app(engine: Engine | EngineHolder, *, stateless: bool = False, path: st
     )
     # REQ-VAL-023: invalid UTF-8 is VALIDATION_INVALID_ENCODING here too, not the SDK's bare -32700.
     app.add_middleware(Utf8Guard, limit=line_limit(current_engine(engine).config.limits))
+    if auth is not None and auth.configured:  # outermost: nothing runs for a caller it refuses
+        resource = resource_url(auth, host, port, path) if auth.issuer or auth.resource_url else None  # API keys need none
+        protect(app, auth, resource, path=path, name=current_engine(engine).registry.display_name)
     sdk_lifespan = app.router.lifespan_context  # runs the SDK's session manager
     backend = lifespan_of(engine)
 
@@ -148,16 +162,20 @@ async def serve_http_async(
     stateless: bool = False,
     path: str = "/mcp",
     log_level: str = "warning",
+    auth: AuthOptions | None = None,
 ) -> None:
     """Serve :func:`http_app` with uvicorn on the running event loop (beside other tasks that
     share the engine's state, such as a holder's upstreams or the approval page). The one place
-    an HTTP server is started (:func:`mcpaql.serving.serve` and :func:`serve_http` end here)."""
+    an HTTP server is started (:func:`mcpaql.serving.serve` and :func:`serve_http` end here).
+    Raises ``ValueError`` (one line) for a non-loopback ``host`` without authentication."""
     import uvicorn
 
     configure_logging()
+    auth = auth or AuthOptions()
+    check_exposure(host, auth)
     if host not in LOCAL_HOSTS:
         log.warning("serving on %s: reachable beyond this machine and without DNS-rebinding protection", host)
-    app = http_app(engine, stateless=stateless, path=path, host=host)
+    app = http_app(engine, stateless=stateless, path=path, host=host, port=port, auth=auth)
     server = uvicorn.Server(
         uvicorn.Config(app, host=host, port=port, log_config=uvicorn_log_config(log_level), log_level=log_level)
     )

@@ -167,6 +167,23 @@ class Engine:
             lifespan=self.lifespan,
         )
 
+    def restricted(self, allow: frozenset[str], *guards: Guard) -> Engine:
+        """This engine as one caller may see it: only the categories in ``allow`` (on top of the
+        server's own ``config.allow``) and ``guards`` run before this engine's. Its tools,
+        ``introspect`` listing and gatekeeper are exactly those of a server started with that
+        ``--allow`` (issue 15: scopes). Cursors stay valid across both (same secret)."""
+        carried = Extension("engine", introspect_queries=self.introspect_queries)
+        narrowed = Engine(
+            self.registry,
+            self.config.with_(allow=self.config.allow & allow),
+            capabilities=dict(self.capabilities),
+            guards=(*guards, *self.guards),
+            extensions=[carried],
+            lifespan=self.lifespan,
+        )
+        narrowed.cursor_secret = self.cursor_secret
+        return narrowed
+
     # ---- sessions --------------------------------------------------------------------------
 
     def new_session(self, transport: str = "memory") -> Session:

@@ -3,8 +3,9 @@ cannot choose (issue 11).
 
 Resolution, first that applies:
 
-1. ``session.identity`` — set by the transport only (the authenticated subject once auth
-   exists; see :class:`mcpaql.mcp.sessions.SessionBinder`'s ``identify`` seam);
+1. ``session.identity`` — set by the transport only: over authenticated HTTP the token's
+   subject or the API key's ``key:<subject>`` (docs/auth.md; ``mcpaql.mcp.auth.request_identity``
+   through :class:`mcpaql.mcp.sessions.SessionBinder`'s ``identify`` seam);
 2. the operator-assigned agent id of this server: ``SafetyConfig.agent_id`` (``--agent-id``),
    else the environment variable ``MCPAQL_AGENT_ID``, else ``"default"``.
 
@@ -12,7 +13,7 @@ Nothing a request carries (``element_name``, ``_meta``, a session id the client 
 part. Without auth the server cannot tell its clients apart in a way they cannot forge — a
 new connection or a sessionless request costs nothing — so every client of one endpoint is
 one identity and a block holds for all of them; give agents separate endpoints (``--agent-id``
-per stdio server) or authenticate them to separate them.
+per stdio server) or authenticate them (``--auth-issuer`` / ``--api-keys-file``) to separate them.
 """
 
 from __future__ import annotations

@@ -224,7 +224,7 @@ class Safety:
         async def quota_status(ctx: Any, name: Any) -> dict[str, Any]:
             if self.limiter is None:
                 return {"adapter": self.adapter, "api_limits": [], "quotas": [], "next_reset": None}
-            return await self.limiter.status()
+            return await self.limiter.status(self.limiter.tokens.caller(ctx)[0])
 
         async def adapter_info(ctx: Any, name: Any) -> dict[str, Any]:
             return {"name": self.adapter, "trust": {"level": self.trust.label}}

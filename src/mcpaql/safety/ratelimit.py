@@ -2,9 +2,12 @@
 so every process sharing it enforces one limit.
 
 * A :class:`RateRule` limits calls per ``second|minute|hour|day`` for the whole adapter
-  (``global``), an endpoint family, a semantic category, an operation (glob), or each session
-  (``per_session``). Over the limit → ``RATE_LIMIT_EXCEEDED`` with ``retry_after_seconds``.
-* A :class:`Quota` has three thresholds (RATE §3.2): ``warn`` adds a
+  (``global``), an endpoint family, a semantic category, an operation (glob), for each session
+  (``per_session``) or for each caller identity (``per_identity``: the authenticated subject
+  over HTTP, docs/auth.md — a caller cannot reset it by opening new sessions, and every process
+  sharing the store counts it once). Over the limit → ``RATE_LIMIT_EXCEEDED`` with
+  ``retry_after_seconds``.
+* A :class:`Quota` (also ``per_identity`` if asked) has three thresholds (RATE §3.2): ``warn`` adds a
   ``RATE_LIMIT_QUOTA_WARNING`` to the success response, ``pause`` answers
   ``RATE_LIMIT_QUOTA_PAUSE`` with a ``quota_continue_…`` token (resend it as
   ``params._quota_continue``; once accepted the rest of that window proceeds), ``hard_stop``
@@ -40,6 +43,7 @@ class RateRule:
     scope: str = "global"
     match: str = "*"
     per_session: bool = False
+    per_identity: bool = False
 
     def __post_init__(self) -> None:
         if self.window not in WINDOWS:
@@ -53,7 +57,12 @@ class RateRule:
     def parse(cls, d: dict[str, Any]) -> RateRule:
         match = d.get("match") or d.get("endpoint") or d.get("category") or d.get("operation") or "*"
         return cls(
-            int(d["limit"]), d.get("window", "minute"), d.get("scope", "global"), str(match), bool(d.get("per_session", False))
+            int(d["limit"]),
+            d.get("window", "minute"),
+            d.get("scope", "global"),
+            str(match),
+            bool(d.get("per_session", False)),
+            bool(d.get("per_identity", False)),
         )
 
     def applies(self, spec: OperationSpec) -> bool:
@@ -69,6 +78,7 @@ class Quota:
     warn: int
     pause: int
     hard_stop: int | None = None
+    per_identity: bool = False
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
@@ -79,7 +89,7 @@ class Quota:
     @classmethod
     def parse(cls, d: dict[str, Any]) -> Quota:
         hs = d.get("hard_stop")
-        return cls(d["metric"], int(d["warn"]), int(d["pause"]), None if hs is None else int(hs))
+        return cls(d["metric"], int(d["warn"]), int(d["pause"]), None if hs is None else int(hs), bool(d.get("per_identity")))
 
     @property
     def seconds(self) -> int:
@@ -104,9 +114,15 @@ class RateLimiter:
         self.quotas = quotas
         self.tokens = tokens
 
-    def _rule_key(self, i: int, rule: RateRule, session_id: str) -> str:
+    def _rule_key(self, i: int, rule: RateRule, session_id: str, identity: str = "") -> str:
         key = f"rl:{self.adapter}:{i}:{rule.scope}:{rule.match}"
+        if rule.per_identity:
+            return f"{key}:id:{identity}"
         return f"{key}:{session_id}" if rule.per_session else key
+
+    def _quota_key(self, q: Quota, identity: str) -> str:
+        key = f"q:{self.adapter}:{q.metric}"
+        return f"{key}:id:{identity}" if q.per_identity else key
 
     async def check(self, spec: OperationSpec, values: dict[str, Any], ctx: Context) -> None:
         identity, session = self.tokens.caller(ctx)
@@ -117,17 +133,17 @@ class RateLimiter:
             for i, rule in enumerate(self.rules):
                 if not rule.applies(spec):
                     continue
-                key = self._rule_key(i, rule, sid)
+                key = self._rule_key(i, rule, sid, identity)
                 seconds = WINDOWS[rule.window]
                 w = await self.store.incr_window(key, seconds, now=now)
                 taken.append((key, seconds))
                 if w.count > rule.limit:
                     raise self._exceeded(rule, w, now)
             for q in self.quotas:
-                key = f"q:{self.adapter}:{q.metric}"
+                key = self._quota_key(q, identity)
                 w = await self.store.incr_window(key, q.seconds, now=now)
                 taken.append((key, q.seconds))
-                await self._quota(q, w, spec, values, ctx)
+                await self._quota(q, w, spec, values, ctx, identity)
         except MCPAQLError:
             for key, seconds in taken:  # refused requests consume no budget
                 await self.store.incr_window(key, seconds, -1, now=now)
@@ -148,7 +164,7 @@ class RateLimiter:
             },
         )
 
-    async def _quota(self, q: Quota, w: Window, spec: OperationSpec, values: dict[str, Any], ctx: Context) -> None:
+    async def _quota(self, q: Quota, w: Window, spec: OperationSpec, values: dict[str, Any], ctx: Context, identity: str) -> None:
         current = w.count - 1  # requests already made in this window
         if q.hard_stop is not None and current >= q.hard_stop:
             raise MCPAQLError(
@@ -163,7 +179,7 @@ class RateLimiter:
                 },
             )
         if current >= q.pause:
-            mark = f"qack:{self.adapter}:{q.metric}:{int(w.resets_at)}"
+            mark = f"qack:{self._quota_key(q, identity)}:{int(w.resets_at)}"
             if await self.store.get(NS_MARK, mark) is None:
                 token = ctx.request_meta.get("_quota_continue")
                 if token is None:
@@ -195,12 +211,13 @@ class RateLimiter:
                 {"metric": q.metric, "current": current + 1, "warn_threshold": q.warn, "pause_threshold": q.pause},
             )
 
-    async def status(self) -> dict[str, Any]:
-        """The ``quota_status`` payload (RATE §6, REQ-RATE-004)."""
+    async def status(self, identity: str = "") -> dict[str, Any]:
+        """The ``quota_status`` payload (RATE §6, REQ-RATE-004); per-identity quotas are the
+        caller's own."""
         quotas = []
         resets: list[float] = []
         for q in self.quotas:
-            w = await self.store.peek_window(f"q:{self.adapter}:{q.metric}", q.seconds, now=self.clock())
+            w = await self.store.peek_window(self._quota_key(q, identity), q.seconds, now=self.clock())
             state = "ok"
             if q.hard_stop is not None and w.count >= q.hard_stop:
                 state = "exhausted"
@@ -221,9 +238,9 @@ class RateLimiter:
             resets.append(w.resets_at)
         limits = []
         for i, rule in enumerate(self.rules):
-            if rule.per_session:
+            if rule.per_session and not rule.per_identity:
                 continue
-            w = await self.store.peek_window(self._rule_key(i, rule, ""), WINDOWS[rule.window], now=self.clock())
+            w = await self.store.peek_window(self._rule_key(i, rule, "", identity), WINDOWS[rule.window], now=self.clock())
             limits.append(
                 {
                     "scope": rule.scope,
