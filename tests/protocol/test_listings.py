@@ -7,7 +7,12 @@ introspection-response.schema.json and operation-result.schema.json.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -151,6 +156,30 @@ def test_listing_is_byte_identical_across_builds(mode: str) -> None:
         return [(t.name, t.description) for t in engine(3000, mode=mode).tools]
 
     assert build() == build()
+
+
+def test_listing_is_byte_identical_across_processes() -> None:
+    """Across interpreter runs with different hash seeds: no set or dict-of-hash order leaks in."""
+    here = Path(__file__).resolve()
+    code = (
+        "import sys, hashlib; sys.path[:0] = [sys.argv[1], sys.argv[2]]; import test_listings as t; "
+        "e = t.engine(3000, mode='all'); "
+        "print(hashlib.sha256('\\0'.join(x.description for x in e.tools).encode()).hexdigest())"
+    )
+    digests = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(here.parent), str(here.parents[1])],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        digests.add(done.stdout.strip())
+    local = hashlib.sha256("\0".join(x.description for x in engine(3000, mode="all").tools).encode()).hexdigest()
+    assert digests == {local}
 
 
 # ---- filters ---------------------------------------------------------------------------------
