@@ -765,8 +765,15 @@ async def _call(target: str | list[str], operation: str, params: dict[str, Any],
 
 
 async def _find_tool(client: Any, tools: list[dict[str, Any]], operation: str) -> str:
-    """Route by introspection: the operations list says which endpoint family owns it."""
+    """Route by introspection: the operation's detail names its tool (``mcpTool``), whatever the
+    size of the server; else the operations list says which endpoint family owns it."""
     read_tool = _introspect_tool(tools)
+    detail, _e, _r = await client.call_tool(
+        read_tool, {"operation": "introspect", "params": {"query": "operations", "name": operation}}
+    )
+    found = detail.get("data", {}).get("operation") if isinstance(detail, dict) and detail.get("success") else None
+    if isinstance(found, dict) and found.get("mcpTool") in {t["name"] for t in tools}:
+        return str(found["mcpTool"])
     listing, _e, _r = await client.call_tool(read_tool, {"operation": "introspect", "params": {"query": "operations"}})
     if isinstance(listing, dict) and listing.get("success"):
         proto = listing["data"].get("_protocol", {})

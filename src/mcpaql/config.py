@@ -67,6 +67,13 @@ class Limits:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+# Chosen from bench/bench_listings.py (docs/listings.md): the largest captured surfaces
+# (GitHub-89: 90 operations in one tool in single mode) stay flat, every name shown.
+LISTING_THRESHOLD = 150
+INTROSPECT_PAGE_SIZE = 100
+INTROSPECT_PAGE_MAX = 500
+
+
 @dataclass(frozen=True)
 class Config:
     mode: Mode = "semantic"
@@ -80,8 +87,17 @@ class Config:
     open_world: bool | None = None
     # Categories this server lets through, in every mode (MODES §5.3, OVW "Single Mode").
     allow: frozenset[str] = frozenset({"CREATE", "READ", "UPDATE", "DELETE", "EXECUTE"})
+    # Bounded listings (docs/listings.md): a tool hosting more operations than this lists them
+    # grouped by element type; ``introspect operations`` returns at most this many per page
+    # unless ``first`` asks for another size (up to INTROSPECT_PAGE_MAX).
+    listing_threshold: int = LISTING_THRESHOLD
+    introspect_page_size: int = INTROSPECT_PAGE_SIZE
 
     def __post_init__(self) -> None:
+        for key, hi in (("listing_threshold", 1_000_000), ("introspect_page_size", INTROSPECT_PAGE_MAX)):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
+                raise ConfigError(f"{key} must be an integer from 1 to {hi}, got {v!r}")
         if self.mode not in MODES:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got '{self.mode}'")
         if self.prefix and not PREFIX_RE.match(self.prefix):
@@ -179,6 +195,13 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
         out["allow"] = env["MCPAQL_ALLOW"]
     if env.get("MCPAQL_ENUMERATE_OPERATIONS"):
         out["enumerate_operations"] = _truthy(env["MCPAQL_ENUMERATE_OPERATIONS"])
+    for key in ("listing_threshold", "introspect_page_size"):
+        raw = env.get("MCPAQL_" + key.upper())
+        if raw:
+            try:
+                out[key] = int(raw.strip())
+            except ValueError:
+                raise ConfigError(f"MCPAQL_{key.upper()} must be an integer, got '{raw.strip()[:40]}'") from None
     return out
 
 

@@ -242,7 +242,7 @@ def test_single_description_template_REQ_MCP_005():
         "- Execute: run_export, start_job",
     ):
         assert line in d
-    assert 'Quick start: {"operation":"introspect","params":{"query":"operations"}}' in d
+    assert 'Quick start: {"operation":"introspect","params":{"query":"operations","name":"<operation>"}}' in d
 
 
 def test_examples_feed_the_quick_start():

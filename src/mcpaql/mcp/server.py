@@ -25,18 +25,13 @@ from ..protocol.dispatch import Engine
 from ..protocol.envelope import failure
 from ..protocol.errors import MCPAQLError, internal_error
 from ..protocol.session import Session
-from ..protocol.surface import ToolDef
+from ..protocol.surface import ToolDef, server_instructions
 from .auth import caller_of, request_identity
 from .progress import progress_sink
 from .sdk_private import request_connection
 from .sessions import SessionBinder
 
 log = logging.getLogger("mcpaql.mcp.server")
-
-INSTRUCTIONS = (
-    'Call any of these tools with {"operation": "introspect", "params": {"query": "operations"}} '
-    "to discover the available operations and their parameters."
-)
 
 
 def to_mcp_tool(tool: ToolDef) -> types.Tool:
@@ -173,7 +168,7 @@ def build_server(
         version=registry.version,
         title=registry.display_name,
         description=registry.description,
-        instructions=INSTRUCTIONS,
+        instructions=server_instructions(engine.tools, engine.introspect_tool),
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
         get_tool_input_schema=lambda name: tools_of(current_engine(source))[1].get(name),  # all tools: calls are narrowed

@@ -36,7 +36,7 @@ from .errors import (
 )
 from .extension import Extension, Lifespan, combine_lifespans
 from .gatekeeper import check_category, check_endpoint
-from .introspect import SPEC_VERSION, Introspector, check_query, introspect_spec
+from .introspect import SPEC_VERSION, Introspector, check_query, introspect_spec, refuse_listing
 from .limits import check_payload, decode_raw
 from .operations import OperationSpec
 from .registry import Registry
@@ -98,6 +98,9 @@ class Engine:
         self.tool_for_family = {t.family: t.name for t in self.tools if t.family is not None}
         single = next((t.name for t in self.tools if t.family is None), None)
         self.single_tool = single
+        # The tool that carries ``introspect`` (named in the server's instructions).
+        intro = registry.get("introspect")
+        self.introspect_tool = (self.tool_for_family.get(intro.family) if intro else None) or single or ""
         self.guards: tuple[Guard, ...] = (*(guards or ()), *(g for ext in self.extensions for g in ext.guards))
         queries: dict[str, IntrospectQuery] = {}
         for ext in self.extensions:
@@ -151,7 +154,7 @@ class Engine:
             "strict_validation": True,
         }
         protocol.pop("strict_validation")  # strict_mode is never exposed (CORE §4.6.2)
-        self.introspector = Introspector(self.operations, details, registry.types, protocol)
+        self.introspector = Introspector(self.operations, details, registry.types, protocol, self.config.introspect_page_size)
 
     def extend(self, *extensions: Extension) -> Engine:
         """A new engine serving the same (frozen) registry and config with ``extensions`` added
@@ -285,11 +288,13 @@ class Engine:
             return await result
         return result
 
-    async def _introspect(self, query: Any, name: Any = None, ctx: Context | None = None) -> Any:
+    async def _introspect(self, query: Any, name: Any = None, ctx: Context | None = None, **listing: Any) -> Any:
         extra = self.introspect_queries.get(query) if isinstance(query, str) else None
         if extra is not None and ctx is not None:
+            refuse_listing(f"query '{query}'", listing)
             return await extra(ctx, name)
-        return self.introspector.run(query, name, ctx.session.id if ctx else "sess_none", tuple(self.introspect_queries))
+        session_id = ctx.session.id if ctx else "sess_none"
+        return self.introspector.run(query, name, session_id, tuple(self.introspect_queries), listing)
 
     # ---- rendering --------------------------------------------------------------------------
 

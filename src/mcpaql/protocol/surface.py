@@ -18,6 +18,7 @@ from typing import Any
 
 from ..config import TOOL_NAME_RE, Config, ConfigError
 from .categories import CRUDE_FAMILIES, Category
+from .listing import GROUPS_SHOWN, grouped_names, is_grouped
 from .operations import OperationSpec
 from .registry import Registry
 
@@ -53,6 +54,19 @@ def _compact(obj: Any) -> str:
 
 
 LIST_ALL = _compact({"operation": "introspect", "params": {"query": "operations"}})
+# Past the listing threshold a full list is thousands of operations: point at a filtered one.
+FIND = _compact({"operation": "introspect", "params": {"query": "operations", "search": "<words>"}})
+DETAIL = _compact({"operation": "introspect", "params": {"query": "operations", "name": "<operation>"}})
+
+
+def _names(ops: list[OperationSpec], grouped: bool, groups_shown: int = GROUPS_SHOWN) -> str:
+    """The operation list of a description: every name, or past the threshold the bounded
+    grouped form (``mcpaql.protocol.listing``); ``introspect`` is always named."""
+    if not grouped:
+        return ", ".join(op.name for op in ops)
+    others = [op for op in ops if op.name != "introspect"]
+    text = grouped_names(others, groups_shown)
+    return text + ("; introspect" if len(others) < len(ops) else "")
 
 
 def _placeholder(schema: dict[str, Any], name: str) -> Any:
@@ -105,11 +119,13 @@ def _input_schema(ops: list[OperationSpec], config: Config) -> dict[str, Any]:
     }
 
 
-def _family_description(registry: Registry, family: str, ops: list[OperationSpec], introspect_tool: str) -> str:
+def _family_description(registry: Registry, family: str, ops: list[OperationSpec], introspect_tool: str, threshold: int) -> str:
     """MCPI §2.1.1's template, one line per element (blank lines and the separate safety note
-    cost tokens in every conversation; the note is folded into the purpose sentence)."""
+    cost tokens in every conversation; the note is folded into the purpose sentence). Past
+    ``threshold`` operations the list is grouped by element type and the discovery line points
+    at a filtered listing instead of the whole one."""
     fam = registry.families[family]
-    names = ", ".join(op.name for op in ops)
+    grouped = is_grouped(len(ops), threshold)
     # The template's [example_op] is free: show the one with the shortest quick-start call,
     # which keeps large families (wrapped servers with dozens of operations) compact.
     example_op = min((op for op in ops if op.name != "introspect"), key=lambda op: len(_example_line(op)), default=ops[0])
@@ -121,9 +137,15 @@ def _family_description(registry: Registry, family: str, ops: list[OperationSpec
             if op.category.value not in cats:
                 cats.append(op.category.value)
         lines.append("Primary semantic categories: " + ", ".join(cats))
-    lines.append("Supported operations: " + names)
+    if grouped:
+        lines.append(f"Supported operations ({len(ops)}, by element type, verb_element): " + _names(ops, True))
+    else:
+        lines.append("Supported operations: " + _names(ops, False))
     lines.append("Example: " + _example_line(example_op))
-    if any(op.name == "introspect" for op in ops):
+    if grouped:
+        where = "" if any(op.name == "introspect" for op in ops) else f" on {introspect_tool}"
+        lines.append(f"Find operations{where}: {FIND} (or category, endpoint, element_type, prefix); detail: {DETAIL}")
+    elif any(op.name == "introspect" for op in ops):
         lines.append("Discover operations and parameters: " + LIST_ALL)
     else:
         # introspect is a READ operation: it must be sent to the tool that carries it.
@@ -131,20 +153,41 @@ def _family_description(registry: Registry, family: str, ops: list[OperationSpec
     return "\n".join(lines)
 
 
-def _single_description(registry: Registry, ops: list[OperationSpec]) -> str:
-    lines = [
-        f"MCP-AQL {registry.display_name} adapter. All operations through unified entry point.",
-        "Operations are automatically routed based on their documented semantic category and endpoint-family mapping.",
-    ]
+def _single_description(registry: Registry, ops: list[OperationSpec], threshold: int) -> str:
+    """MCPI §2.1.2's template; past ``threshold`` operations each category line is grouped by
+    element type (a share of the grouped budget each) and the quick start finds, not lists."""
+    grouped = is_grouped(len(ops), threshold)
+    present = {op.category for op in ops}
+    share = max(2, GROUPS_SHOWN // max(1, len(present)))
+    # The template's routing sentence ("Operations are automatically routed ...") is left out: it
+    # tells a model nothing it can act on and costs 16 tokens in every conversation.
+    lines = [f"MCP-AQL {registry.display_name} adapter. All operations through unified entry point."]
     cat_lines = ["Supported operation categories:"]
     for cat in Category:
-        names = [op.name for op in ops if op.category is cat]
-        if names:
-            cat_lines.append(f"- {cat.value.title()}: {', '.join(names)}")
+        members = [op for op in ops if op.category is cat]
+        if members:
+            cat_lines.append(f"- {cat.value.title()}: {_names(members, grouped, share)}")
     lines.append("\n".join(cat_lines))
-    lines.append("Quick start: " + LIST_ALL)
-    lines.append("Use introspection to discover all available operations and their parameters.")
+    if grouped:
+        lines.append(f"Quick start: {FIND} (or category, element_type, prefix); detail: {DETAIL}")
+        lines.append(f"{len(ops)} operations, grouped by element type (verb_element); introspection finds the rest.")
+    else:
+        # The cheapest correct path (issue 14): names are listed above, so the quick start asks
+        # for one operation's parameters rather than for the whole list again (the template's
+        # closing "Use introspection to discover all ..." sentence pointed at the list: left out).
+        lines.append("Quick start: " + DETAIL)
     return "\n\n".join(lines)
+
+
+def server_instructions(tools: list[ToolDef], introspect_tool: str) -> str:
+    """The MCP ``instructions``: the cheapest correct path (issue 14). Operation names are already
+    in the tool descriptions, so a model calls one directly and asks introspection for that one
+    operation's parameters, never for the whole list first."""
+    where = "" if len(tools) == 1 else f" on {introspect_tool}"
+    return (
+        "Operations are named in the tool descriptions; call one directly. "
+        f'Its parameters: introspect {{query:"operations",name}}{where}.'
+    )
 
 
 log = logging.getLogger("mcpaql.surface")
@@ -178,7 +221,7 @@ def build_surface(registry: Registry, config: Config, ops: list[OperationSpec]) 
                 ToolDef(
                     name=tool_name(config, registry.adapter, family),
                     title=title,
-                    description=_family_description(registry, family, fops, introspect_tool),
+                    description=_family_description(registry, family, fops, introspect_tool, config.listing_threshold),
                     input_schema=_input_schema(fops, config),
                     annotations=_annotations(title, fops, open_world, world_fixed),
                     family=family,
@@ -191,7 +234,7 @@ def build_surface(registry: Registry, config: Config, ops: list[OperationSpec]) 
             ToolDef(
                 name=tool_name(config, registry.adapter, None),
                 title=title,
-                description=_single_description(registry, ops),
+                description=_single_description(registry, ops, config.listing_threshold),
                 input_schema=_input_schema(ops, config),
                 annotations=_annotations(title, ops, open_world, world_fixed),
                 family=None,
