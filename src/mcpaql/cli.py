@@ -73,6 +73,11 @@ AgentIdOpt = Annotated[
     str | None,
     typer.Option(help="Safety identity of this server's clients (blocks, pauses, tokens); default $MCPAQL_AGENT_ID or 'default'"),
 ]
+OtelOpt = Annotated[
+    bool | None,
+    typer.Option("--otel/--no-otel", help="OpenTelemetry traces and metrics (default: on when OTEL_* variables ask)"),
+]
+LogFormatOpt = Annotated[str | None, typer.Option(help="Log format on stderr: text | json (env MCPAQL_LOG_FORMAT)")]
 
 SERVING_FLAGS: tuple[tuple[str, Any, Any], ...] = (
     ("mode", ModeOpt, None),
@@ -94,6 +99,8 @@ SERVING_FLAGS: tuple[tuple[str, Any, Any], ...] = (
     ("approval_port", ApprovalPortOpt, 0),
     ("approval_host", ApprovalHostOpt, "127.0.0.1"),
     ("approval_url_file", ApprovalUrlFileOpt, None),
+    ("otel", OtelOpt, None),
+    ("log_format", LogFormatOpt, None),
 )
 
 
@@ -119,6 +126,8 @@ def _serve_options(
     approval_port: int,
     approval_host: str,
     approval_url_file: Path | None,
+    otel: bool | None,
+    log_format: str | None,
 ) -> Any:
     """The one place the serving flags become a ServeOptions (a bad value exits 2 with one line)."""
     from .mcp.transports import configure_logging
@@ -126,7 +135,8 @@ def _serve_options(
     from .serving import TRANSPORTS, ServeOptions
 
     cfg = _config(mode, prefix, tool_pattern, bare, config, enumerate_operations or None, allow)
-    configure_logging(log_level)
+    log_format, otel = _observability(log_format, otel)
+    configure_logging(log_level, log_format)
     if transport not in TRANSPORTS:
         _fail("transport must be stdio or http")
     return ServeOptions(
@@ -138,7 +148,25 @@ def _serve_options(
         stateless=stateless,
         log_level=log_level,
         channel=ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file),
+        otel=otel,
+        log_format=log_format,
     )
+
+
+def _observability(log_format: str | None, otel: bool | None) -> tuple[str, bool]:
+    """The log format and whether telemetry is on, decided before anything starts: what cannot be
+    honoured (``--otel`` without the ``otel`` extra, an unknown format) exits 2 with one line."""
+    from .config import LOG_FORMATS, telemetry_settings
+    from .observability import decide
+
+    try:
+        settings = telemetry_settings()
+        fmt = (log_format or settings.log_format).lower()
+        if fmt not in LOG_FORMATS:
+            raise ConfigError("--log-format must be text or json")
+        return fmt, decide(otel, settings)
+    except ConfigError as e:
+        _fail(str(e))
 
 
 def serving_command(*, log_level: int = logging.WARNING, **settings: Any) -> Callable[[Callable[..., None]], Any]:
@@ -853,6 +881,8 @@ def guard(
     approval_port: ApprovalPortOpt = 0,
     approval_host: ApprovalHostOpt = "127.0.0.1",
     approval_url_file: ApprovalUrlFileOpt = None,
+    otel: OtelOpt = None,
+    log_format: LogFormatOpt = None,
 ) -> None:
     """The execution safety loop as its own MCP server (the "safety dongle")."""
     from .safety.channel import ChannelError, ChannelOptions
@@ -872,12 +902,15 @@ def guard(
     except (OSError, TypeError, ValueError) as e:
         _fail(f"invalid guard settings: {e}")
         return
+    fmt, on = _observability(log_format, otel)
     options = ServeOptions(
         transport=transport,
         host=host,
         port=port,
         stateless=stateless,
         channel=ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file),
+        otel=on,
+        log_format=fmt,
     )
     try:
         run_guard(config, options)

@@ -20,7 +20,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .config import Config
+from .config import LOG_FORMATS, Config
 from .protocol.dispatch import Engine
 
 if TYPE_CHECKING:
@@ -57,10 +57,16 @@ class ServeOptions:
     path: str = "/mcp"
     log_level: int = logging.WARNING
     channel: ChannelOptions = field(default_factory=_default_channel)
+    # Observability (docs/observability.md): ``otel`` None follows the OTEL_* variables, True/False
+    # is --otel/--no-otel; ``log_format`` is text or json (one JSON object per line on stderr).
+    otel: bool | None = None
+    log_format: str = "text"
 
     def __post_init__(self) -> None:
         if self.transport not in TRANSPORTS:
             raise ValueError("transport must be stdio or http")
+        if self.log_format not in LOG_FORMATS:
+            raise ValueError("log format must be text or json")
 
 
 def announce(line: str) -> None:
@@ -92,13 +98,15 @@ async def serve_async(
     beside the server; ``always_channel`` opens it whatever the loop mode (``mcpaql guard``).
     ``on_open(holder)`` runs once the source is open, before serving (it must return at once).
     Raises :class:`~mcpaql.safety.channel.ChannelError` for a channel that cannot work and
-    ``ConnectionError``/``ValueError`` for a source that cannot open.
+    ``ConnectionError``/``ValueError`` for a source that cannot open or telemetry that cannot start
+    (``--otel`` without the ``otel`` extra).
     """
     from .mcp.server import current_engine
     from .mcp.transports import configure_logging, serve_http_async, serve_stdio
+    from .observability import serving_telemetry
 
-    configure_logging(options.log_level)
-    async with _opened(source) as holder, contextlib.AsyncExitStack() as stack:
+    configure_logging(options.log_level, options.log_format)
+    async with serving_telemetry(options.otel) as telemetry, _opened(source) as holder, contextlib.AsyncExitStack() as stack:
         if on_open is not None:
             on_open(holder)
         served = safety or getattr(holder, "safety", None)
@@ -108,14 +116,22 @@ async def serve_async(
             if always_channel or wants_channel(served.config):
                 await stack.enter_async_context(human_channel(served, options.channel, announce))
         if options.transport == "stdio":
-            await serve_stdio(holder)
+            await serve_stdio(holder, telemetry=telemetry)
             return
         name = current_engine(holder).registry.display_name if isinstance(holder, Engine) else None
         announce(
             f"serving {name + ' ' if name else ''}on http://{options.host}:{options.port}{options.path}"
             + (" (stateless)" if options.stateless else "")
         )
-        await serve_http_async(holder, host=options.host, port=options.port, stateless=options.stateless, path=options.path)
+        await serve_http_async(
+            holder,
+            host=options.host,
+            port=options.port,
+            stateless=options.stateless,
+            path=options.path,
+            log_format=options.log_format,
+            telemetry=telemetry,
+        )
 
 
 def serve(source: Source, options: ServeOptions | None = None, **kw: Any) -> None:
