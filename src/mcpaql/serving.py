@@ -74,6 +74,14 @@ def announce(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def announce_json(line: str) -> None:
+    """:func:`announce` with ``--log-format json``: the line as a log object like every other line."""
+    from .observability.logs import JsonFormatter
+
+    record = logging.makeLogRecord({"name": "mcpaql.serving", "levelname": "INFO", "levelno": logging.INFO, "msg": line})
+    print(JsonFormatter().format(record), file=sys.stderr, flush=True)
+
+
 @contextlib.asynccontextmanager
 async def _opened(source: Source) -> AsyncIterator[Engine | EngineHolder]:
     if isinstance(source, AbstractAsyncContextManager) or (hasattr(source, "__aenter__") and not isinstance(source, Engine)):
@@ -106,6 +114,7 @@ async def serve_async(
     from .observability import serving_telemetry
 
     configure_logging(options.log_level, options.log_format)
+    say = announce_json if options.log_format == "json" else announce
     async with serving_telemetry(options.otel) as telemetry, _opened(source) as holder, contextlib.AsyncExitStack() as stack:
         if on_open is not None:
             on_open(holder)
@@ -114,12 +123,12 @@ async def serve_async(
             from .safety.channel import human_channel, wants_channel
 
             if always_channel or wants_channel(served.config):
-                await stack.enter_async_context(human_channel(served, options.channel, announce))
+                await stack.enter_async_context(human_channel(served, options.channel, say))
         if options.transport == "stdio":
             await serve_stdio(holder, telemetry=telemetry)
             return
         name = current_engine(holder).registry.display_name if isinstance(holder, Engine) else None
-        announce(
+        say(
             f"serving {name + ' ' if name else ''}on http://{options.host}:{options.port}{options.path}"
             + (" (stateless)" if options.stateless else "")
         )
