@@ -10,7 +10,7 @@ client (in-process transport) against mcpaql's server built with telemetry:
 2. a wrapped replay upstream over **streamable HTTP** (the HTTP lane), recording ``_meta`` and headers;
 3. an **OpenAPI** target: a starlette app on uvicorn recording the request headers;
 4. mcpaql's own **HTTP** app (stateless) on uvicorn, called with a raw POST carrying only a
-   ``traceparent`` *header* (no ``_meta``), as a tracing proxy in front would.
+   ``traceparent`` *header* (no ``_meta``), as a tracing proxy in front would; then with both.
 
 Every call puts :data:`SECRET` in its parameters. OUT.json gets the finished spans, the metric
 points, the log lines, what each upstream recorded, and the ids the test needs.
@@ -57,6 +57,8 @@ SECRET = "sk-live-9f8e7d6c5b4a3210SECRETVALUE"
 TIME = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "surfaces" / "mcp-server-time.tools-list.json"
 HEADER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 HEADER_SPAN = "00f067aa0ba902b7"
+META_TRACE = "0af7651916cd43dd8448eb211c80319c"
+META_SPAN = "b7ad6b7169203331"
 
 app = Adapter("obs", display_name="Observed")
 
@@ -181,9 +183,13 @@ async def scenario(out: dict[str, Any], tmp: Path) -> None:
             "mcp-protocol-version": "2025-11-25",
             "traceparent": f"00-{HEADER_TRACE}-{HEADER_SPAN}-01",
         }
+        both = {**body, "id": 8}
+        both["params"] = {**body["params"], "_meta": {"traceparent": f"00-{META_TRACE}-{META_SPAN}-01"}}
         async with httpx.AsyncClient() as http:
             resp = await http.post(f"http://127.0.0.1:{mcp_port}/mcp", json=body, headers=headers)
-        out["header_call"] = {"status": resp.status_code, "body": resp.text}
+            out["header_call"] = {"status": resp.status_code, "body": resp.text}
+            resp = await http.post(f"http://127.0.0.1:{mcp_port}/mcp", json=both, headers=headers)
+            out["both_call"] = {"status": resp.status_code, "body": resp.text}
         mcp.should_exit = True
         api.should_exit = True
 
@@ -236,7 +242,13 @@ def main() -> None:
         configure_logging(logging.INFO, "json")  # as `mcpaql serve --log-format json` does
     finally:
         sys.stderr = stderr
-    out: dict[str, Any] = {"secret": SECRET, "header_trace": HEADER_TRACE, "header_span": HEADER_SPAN}
+    out: dict[str, Any] = {
+        "secret": SECRET,
+        "header_trace": HEADER_TRACE,
+        "header_span": HEADER_SPAN,
+        "meta_trace": META_TRACE,
+        "meta_span": META_SPAN,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         anyio.run(scenario, out, Path(tmp))
     out["spans"] = [span_dict(s) for s in exporter.get_finished_spans()]

@@ -6,12 +6,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
+import anyio
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpaql.config import ConfigError, telemetry_settings
+from mcpaql.mcp import connect
 from mcpaql.observability import MISSING, decide
 
 CLEAN = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "MCPAQL_LOG_FORMAT"))}
@@ -145,3 +148,29 @@ def test_any_environment_gives_settings_or_one_clear_error(env: dict[str, str]) 
         assert "protocol" in str(e) and "\n" not in str(e)
         return
     assert on == (s.requested and not s.sdk_disabled)
+
+
+def test_stdio_with_console_exporters_keeps_the_wire_clean(tmp_path: Path) -> None:
+    """``mcpaql serve --otel`` over stdio with the console exporters: the client's calls work (stdout
+    is the wire and carries nothing else), and the spans and metrics, flushed when the client
+    hangs up, are on stderr."""
+    err_path = tmp_path / "stderr.txt"
+    env = {
+        **CLEAN,
+        "OTEL_TRACES_EXPORTER": "console",
+        "OTEL_METRICS_EXPORTER": "console",
+        "MCPAQL_DEMO_DB": str(tmp_path / "demo.db"),
+        "MCPAQL_HOME": str(tmp_path),
+    }
+
+    async def client() -> None:
+        with err_path.open("w") as err:
+            async with connect([sys.executable, "-m", "mcpaql.cli", "serve", "--otel"], env=env, errlog=err) as c:
+                tool = next(t["name"] for t in await c.list_tools_raw() if t["name"].endswith("_read"))
+                body, is_error, _raw = await c.call_tool(tool, {"operation": "list_projects", "params": {}})
+                assert not is_error and body["success"], body
+
+    anyio.run(client)
+    err = err_path.read_text()
+    assert '"name": "mcpaql list_projects"' in err and '"name": "tools/call tasks_mcpaql_read"' in err
+    assert '"name": "mcpaql.calls"' in err

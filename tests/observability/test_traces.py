@@ -122,12 +122,19 @@ def test_openapi_request_is_a_child_span_and_carries_traceparent(run: dict[str, 
 
 def test_an_http_traceparent_header_is_the_parent_when_meta_has_none(run: dict[str, Any]) -> None:
     assert run["header_call"]["status"] == 200, run["header_call"]
-    server = next(s for s in run["spans"] if s["name"] == "tools/call obs_mcpaql_read")
+    server = next(s for s in run["spans"] if s["name"] == "tools/call obs_mcpaql_read" and s["trace_id"] == run["header_trace"])
     assert server["kind"] == "SERVER"
     assert (server["trace_id"], server["parent_id"]) == (run["header_trace"], run["header_span"])
     assert server["attributes"]["network.transport"] == "tcp"
-    operation = next(s for s in run["spans"] if s["name"] == "mcpaql echo")
+    operation = next(s for s in run["spans"] if s["name"] == "mcpaql echo" and s["trace_id"] == run["header_trace"])
     assert operation["parent_id"] == server["span_id"]
+
+
+def test_meta_is_the_parent_and_the_http_context_a_link_when_both_are_sent(run: dict[str, Any]) -> None:
+    assert run["both_call"]["status"] == 200, run["both_call"]
+    server = next(s for s in run["spans"] if s["kind"] == "SERVER" and s["trace_id"] == run["meta_trace"])
+    assert server["parent_id"] == run["meta_span"]
+    assert server["links"] == [run["header_span"]]
 
 
 def test_errors_carry_the_code_never_the_message(run: dict[str, Any]) -> None:
@@ -156,7 +163,7 @@ def test_metrics_count_calls_errors_and_latency(run: dict[str, Any]) -> None:
     assert sum(p["value"] for p in ok) == 2  # stdio and HTTP upstreams
     assert sum(p["value"] for p in points("mcpaql.errors", **{"mcpaql.error.code": "VALIDATION_UNKNOWN_PARAM"})) == 1
     assert sum(p["value"] for p in points("mcpaql.errors", **{"mcpaql.error.code": "INTERNAL_ERROR"})) == 1
-    assert sum(p["count"] for p in points("mcpaql.call.duration")) == 6
+    assert sum(p["count"] for p in points("mcpaql.call.duration")) == 7  # 3 stdio, 1 HTTP upstream, 1 OpenAPI, 2 raw HTTP posts
     assert points("mcp.server.operation.duration", **{"mcp.method.name": "tools/call", "error.type": "tool_error"})
     assert points("mcp.client.operation.duration", **{"network.transport": "pipe", "error.type": "tool_error"})
     assert points("http.client.request.duration", **{"url.template": "/pets/{petId}", "http.response.status_code": 200})
