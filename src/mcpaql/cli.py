@@ -90,6 +90,11 @@ AUTH_FLAGS: tuple[tuple[str, Any, Any], ...] = (
     ("resource_url", ResourceUrlOpt, None),
     ("insecure_no_auth", InsecureNoAuthOpt, False),
 )
+OtelOpt = Annotated[
+    bool | None,
+    typer.Option("--otel/--no-otel", help="OpenTelemetry traces and metrics (default: on when OTEL_* variables ask)"),
+]
+LogFormatOpt = Annotated[str | None, typer.Option(help="Log format on stderr: text | json (env MCPAQL_LOG_FORMAT)")]
 
 SERVING_FLAGS: tuple[tuple[str, Any, Any], ...] = (
     ("mode", ModeOpt, None),
@@ -112,6 +117,8 @@ SERVING_FLAGS: tuple[tuple[str, Any, Any], ...] = (
     ("approval_host", ApprovalHostOpt, "127.0.0.1"),
     ("approval_url_file", ApprovalUrlFileOpt, None),
     *AUTH_FLAGS,
+    ("otel", OtelOpt, None),
+    ("log_format", LogFormatOpt, None),
 )
 
 
@@ -148,6 +155,8 @@ def _serve_options(
     approval_port: int,
     approval_host: str,
     approval_url_file: Path | None,
+    otel: bool | None,
+    log_format: str | None,
     **auth: Any,
 ) -> Any:
     """The one place the serving flags become a ServeOptions (a bad value exits 2 with one line)."""
@@ -156,7 +165,8 @@ def _serve_options(
     from .serving import TRANSPORTS, ServeOptions
 
     cfg = _config(mode, prefix, tool_pattern, bare, config, enumerate_operations or None, allow)
-    configure_logging(log_level)
+    log_format, otel = _observability(log_format, otel)
+    configure_logging(log_level, log_format)
     if transport not in TRANSPORTS:
         _fail("transport must be stdio or http")
     try:
@@ -170,8 +180,26 @@ def _serve_options(
             log_level=log_level,
             channel=ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file),
             auth=_auth_options(**auth),
+            otel=otel,
+            log_format=log_format,
         )
     except ValueError as e:  # e.g. HTTP beyond loopback without authentication
+        _fail(str(e))
+
+
+def _observability(log_format: str | None, otel: bool | None) -> tuple[str, bool]:
+    """The log format and whether telemetry is on, decided before anything starts: what cannot be
+    honoured (``--otel`` without the ``otel`` extra, an unknown format) exits 2 with one line."""
+    from .config import LOG_FORMATS, telemetry_settings
+    from .observability import decide
+
+    try:
+        settings = telemetry_settings()
+        fmt = (log_format or settings.log_format).lower()
+        if fmt not in LOG_FORMATS:
+            raise ConfigError("--log-format must be text or json")
+        return fmt, decide(otel, settings)
+    except ConfigError as e:
         _fail(str(e))
 
 
@@ -900,6 +928,8 @@ def guard(
     api_keys_file: ApiKeysFileOpt = None,
     resource_url: ResourceUrlOpt = None,
     insecure_no_auth: InsecureNoAuthOpt = False,
+    otel: OtelOpt = None,
+    log_format: LogFormatOpt = None,
 ) -> None:
     """The execution safety loop as its own MCP server (the "safety dongle")."""
     from .safety.channel import ChannelError, ChannelOptions
@@ -927,6 +957,7 @@ def guard(
         resource_url=resource_url,
         insecure_no_auth=insecure_no_auth,
     )
+    fmt, on = _observability(log_format, otel)
     try:
         options = ServeOptions(
             transport=transport,
@@ -935,6 +966,8 @@ def guard(
             stateless=stateless,
             channel=ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file),
             auth=auth,
+            otel=on,
+            log_format=fmt,
         )
     except ValueError as e:
         _fail(str(e))

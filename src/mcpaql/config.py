@@ -11,6 +11,9 @@ the environment here too, and nowhere else in the package: ``MCPAQL_HOME``, ``MC
 ``MCPAQL_DEMO_DB``, ``MCPAQL_UVLOOP``, ``MCPAQL_UPSTREAM_LANE``, ``MCPAQL_STDIO_DRAIN_SECONDS``,
 ``MCPAQL_SPEC_SCHEMAS`` and the desktop's ``DISPLAY``/``WAYLAND_DISPLAY``.
 HTTP authentication (docs/auth.md): see :data:`AUTH_ENV` and :func:`auth_settings`.
+Telemetry and logs (:func:`telemetry_settings`): ``OTEL_SDK_DISABLED``, ``OTEL_SERVICE_NAME``,
+``OTEL_TRACES_EXPORTER``, ``OTEL_METRICS_EXPORTER``, ``OTEL_EXPORTER_OTLP_*ENDPOINT`` (any of them
+turns telemetry on), ``OTEL_EXPORTER_OTLP_*PROTOCOL`` and ``MCPAQL_LOG_FORMAT`` (text|json).
 """
 
 from __future__ import annotations
@@ -177,6 +180,67 @@ def _read_file(path: Path) -> dict[str, Any]:
 
 def _truthy(v: str) -> bool:
     return v.strip().lower() in ("1", "true", "yes", "on")
+
+
+# ---- observability: the standard OpenTelemetry variables and the log format (docs/observability.md) ----
+
+OTEL_EXPORTERS = ("otlp", "console", "none")
+LOG_FORMATS = ("text", "json")
+_OTEL_REQUESTING = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetrySettings:
+    """What the environment asks of a serving process's telemetry and logs.
+
+    Why here: every environment read of the package lives in this module. Only the variables
+    that decide *whether and how* telemetry starts are read here; the OTLP exporter reads its own
+    (``OTEL_EXPORTER_OTLP_*`` endpoint, headers, timeout, compression) as the OpenTelemetry SDK
+    documents, and the SDK reads ``OTEL_RESOURCE_ATTRIBUTES`` and the batch/interval settings.
+    """
+
+    requested: bool  # an OTLP endpoint or an exporter other than "none" is configured
+    sdk_disabled: bool  # OTEL_SDK_DISABLED=true: the standard kill switch
+    service_name: str  # OTEL_SERVICE_NAME, default "mcpaql"
+    traces_exporter: tuple[str, ...]  # OTEL_TRACES_EXPORTER: otlp (default), console, none
+    metrics_exporter: tuple[str, ...]  # OTEL_METRICS_EXPORTER: otlp (default), console, none
+    protocols: tuple[str, ...]  # OTEL_EXPORTER_OTLP_{,TRACES_,METRICS_}PROTOCOL values that are set
+    log_format: str  # MCPAQL_LOG_FORMAT: text (default) | json
+
+
+def _exporters(raw: str | None, variable: str) -> tuple[str, ...]:
+    names = tuple(x.strip().lower() for x in (raw or "otlp").split(",") if x.strip()) or ("otlp",)
+    bad = [n for n in names if n not in OTEL_EXPORTERS]
+    if bad:
+        raise ConfigError(f"{variable} must be a list of {', '.join(OTEL_EXPORTERS)}")
+    return tuple(n for n in names if n != "none") if len(names) > 1 else names
+
+
+def telemetry_settings(env: Mapping[str, str] | None = None) -> TelemetrySettings:
+    """The telemetry and log settings, read from ``env`` (default: ``os.environ``) now."""
+    env = os.environ if env is None else env
+    traces = _exporters(env.get("OTEL_TRACES_EXPORTER"), "OTEL_TRACES_EXPORTER")
+    metrics = _exporters(env.get("OTEL_METRICS_EXPORTER"), "OTEL_METRICS_EXPORTER")
+    log_format = (env.get("MCPAQL_LOG_FORMAT") or "text").strip().lower()
+    if log_format not in LOG_FORMATS:
+        raise ConfigError("MCPAQL_LOG_FORMAT must be text or json")
+    requested = any((env.get(k) or "").strip() for k in _OTEL_REQUESTING) or any(
+        (env.get(k) or "").strip().lower() not in ("", "none") for k in ("OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER")
+    )
+    protocols = tuple(
+        v.strip().lower()
+        for k in ("OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
+        if (v := env.get(k) or "").strip()
+    )
+    return TelemetrySettings(
+        requested=requested,
+        sdk_disabled=_truthy(env.get("OTEL_SDK_DISABLED") or ""),
+        service_name=(env.get("OTEL_SERVICE_NAME") or "").strip() or "mcpaql",
+        traces_exporter=traces,
+        metrics_exporter=metrics,
+        protocols=protocols,
+        log_format=log_format,
+    )
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:

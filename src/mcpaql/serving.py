@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .auth.options import AuthOptions, check_exposure, resource_url
-from .config import Config
+from .config import LOG_FORMATS, Config
 from .protocol.dispatch import Engine
 
 if TYPE_CHECKING:
@@ -60,6 +60,10 @@ class ServeOptions:
     channel: ChannelOptions = field(default_factory=_default_channel)
     # Who may call over HTTP (docs/auth.md); a non-loopback host needs it or insecure_no_auth.
     auth: AuthOptions = field(default_factory=AuthOptions)
+    # Observability (docs/observability.md): ``otel`` None follows the OTEL_* variables, True/False
+    # is --otel/--no-otel; ``log_format`` is text or json (one JSON object per line on stderr).
+    otel: bool | None = None
+    log_format: str = "text"
 
     def __post_init__(self) -> None:
         if self.transport not in TRANSPORTS:
@@ -69,11 +73,21 @@ class ServeOptions:
             if self.auth.issuer:
                 resource_url(self.auth, self.host, self.port, self.path)  # known before serving starts
             self.auth.load_keys()  # a bad keys file fails here, before "serving on"
+        if self.log_format not in LOG_FORMATS:
+            raise ValueError("log format must be text or json")
 
 
 def announce(line: str) -> None:
     """One line for the operator on stderr (stdout is the wire in stdio mode)."""
     print(line, file=sys.stderr, flush=True)
+
+
+def announce_json(line: str) -> None:
+    """:func:`announce` with ``--log-format json``: the line as a log object like every other line."""
+    from .observability.logs import JsonFormatter
+
+    record = logging.makeLogRecord({"name": "mcpaql.serving", "levelname": "INFO", "levelno": logging.INFO, "msg": line})
+    print(JsonFormatter().format(record), file=sys.stderr, flush=True)
 
 
 @contextlib.asynccontextmanager
@@ -100,13 +114,16 @@ async def serve_async(
     beside the server; ``always_channel`` opens it whatever the loop mode (``mcpaql guard``).
     ``on_open(holder)`` runs once the source is open, before serving (it must return at once).
     Raises :class:`~mcpaql.safety.channel.ChannelError` for a channel that cannot work and
-    ``ConnectionError``/``ValueError`` for a source that cannot open.
+    ``ConnectionError``/``ValueError`` for a source that cannot open or telemetry that cannot start
+    (``--otel`` without the ``otel`` extra).
     """
     from .mcp.server import current_engine
     from .mcp.transports import configure_logging, serve_http_async, serve_stdio
+    from .observability import serving_telemetry
 
-    configure_logging(options.log_level)
-    async with _opened(source) as holder, contextlib.AsyncExitStack() as stack:
+    configure_logging(options.log_level, options.log_format)
+    say = announce_json if options.log_format == "json" else announce
+    async with serving_telemetry(options.otel) as telemetry, _opened(source) as holder, contextlib.AsyncExitStack() as stack:
         if on_open is not None:
             on_open(holder)
         served = safety or getattr(holder, "safety", None)
@@ -114,18 +131,25 @@ async def serve_async(
             from .safety.channel import human_channel, wants_channel
 
             if always_channel or wants_channel(served.config):
-                await stack.enter_async_context(human_channel(served, options.channel, announce))
+                await stack.enter_async_context(human_channel(served, options.channel, say))
         if options.transport == "stdio":
-            await serve_stdio(holder)
+            await serve_stdio(holder, telemetry=telemetry)
             return
         name = current_engine(holder).registry.display_name if isinstance(holder, Engine) else None
-        announce(
+        say(
             f"serving {name + ' ' if name else ''}on http://{options.host}:{options.port}{options.path}"
             + (" (stateless)" if options.stateless else "")
             + options.auth.summary()
         )
         await serve_http_async(
-            holder, host=options.host, port=options.port, stateless=options.stateless, path=options.path, auth=options.auth
+            holder,
+            host=options.host,
+            port=options.port,
+            stateless=options.stateless,
+            path=options.path,
+            auth=options.auth,
+            log_format=options.log_format,
+            telemetry=telemetry,
         )
 
 

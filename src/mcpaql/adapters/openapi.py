@@ -34,6 +34,7 @@ import httpx
 import yaml
 
 from ..config import Config
+from ..observability.hooks import current_telemetry
 from ..protocol.context import Context
 from ..protocol.errors import MCPAQLError, internal_error
 from ..protocol.registry import Registry, SchemaError
@@ -566,9 +567,15 @@ class OpenAPIRuntime(EngineHolderBase):
         kw: dict[str, Any] = {"params": query or None, "headers": headers}
         if payload is not None:
             kw["json" if route.body_media != _FORM_MEDIA else "data"] = payload
+        telemetry = current_telemetry()
         try:
-            resp = await self._http.request(route.method, url, **kw)
-            resp = await self._same_origin_redirects(resp, op)
+            if telemetry is None:
+                resp = await self._send(route.method, url, op, kw)
+            else:  # a CLIENT span for the request, its traceparent sent as a header
+                with telemetry.upstream_http(route.method, route.path, self._base, {"mcpaql.upstream": self.name}) as span:
+                    kw["headers"] = {**span.carrier, **headers}
+                    resp = await self._send(route.method, url, op, kw)
+                    span.http_status(resp.status_code)
         except httpx.HTTPError as e:
             refused = refused_by(e)
             if refused:
@@ -589,6 +596,11 @@ class OpenAPIRuntime(EngineHolderBase):
                 return {"content": [{"type": "text", "text": resp.text}]}
             return {"content": [{"type": "text", "text": resp.text}], "structuredContent": data}
         return {"content": [{"type": "text", "text": resp.text}]}
+
+    async def _send(self, method: str, url: httpx.URL, op: str, kw: dict[str, Any]) -> httpx.Response:
+        assert self._http is not None
+        resp = await self._http.request(method, url, **kw)
+        return await self._same_origin_redirects(resp, op)
 
     async def _same_origin_redirects(self, resp: httpx.Response, op: str) -> httpx.Response:
         """Follow up to :data:`MAX_REDIRECTS` redirects that stay on the base URL's origin; one to

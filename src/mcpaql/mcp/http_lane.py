@@ -168,18 +168,25 @@ class HttpLane:
         return h
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], *, progress: Progress | None = None, timeout: float | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        progress: Progress | None = None,
+        timeout: float | None = None,
+        trace: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        """The upstream's ``CallToolResult`` as a wire dict; JSON-RPC errors raise ``MCPError``."""
+        """The upstream's ``CallToolResult`` as a wire dict; JSON-RPC errors raise ``MCPError``.
+        ``trace``: W3C trace context, sent in ``params._meta`` and as HTTP headers (telemetry on)."""
         if not self._attached:
             raise connection_closed("the session is not ready")
         rid = next(self._ids)
         self.calls += 1
-        body = call_message(rid, tool, arguments, progress is not None)
+        body = call_message(rid, tool, arguments, progress is not None, trace)
         session = self.session_id
         try:
             with anyio.fail_after(timeout) if timeout is not None else contextlib.nullcontext():
-                response = await self._post(rid, body, progress)
+                response = await self._post(rid, body, progress, trace)
         except TimeoutError:
             self._cancel(rid, session, "timed out")
             raise timed_out(timeout) from None
@@ -190,8 +197,9 @@ class HttpLane:
             raise
         return result_of(response)
 
-    async def _post(self, rid: int, body: bytes, progress: Progress | None) -> dict[str, Any]:
-        request = self._http.build_request("POST", self.url, content=body, headers=self._headers())
+    async def _post(self, rid: int, body: bytes, progress: Progress | None, trace: dict[str, str] | None) -> dict[str, Any]:
+        headers = self._headers() if not trace else {**self._headers(), **trace}
+        request = self._http.build_request("POST", self.url, content=body, headers=headers)
         response = await self._http.send(request, stream=True)
         handed_off = False
         try:

@@ -112,14 +112,21 @@ class Lane:
                 p.future.set_exception(connection_closed(why))
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], *, progress: Progress | None = None, timeout: float | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        progress: Progress | None = None,
+        timeout: float | None = None,
+        trace: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        """The upstream's ``CallToolResult`` as a wire dict; JSON-RPC errors raise :class:`MCPError`."""
+        """The upstream's ``CallToolResult`` as a wire dict; JSON-RPC errors raise :class:`MCPError`.
+        ``trace``: W3C trace context for ``params._meta`` (telemetry on)."""
         if self._closed is not None or self._stdin is None or self._stdin.is_closing():
             raise connection_closed(self._closed or "the pipe is closing")
         rid = next(self._ids)
         self.calls += 1
-        line = call_message(rid, tool, arguments, progress is not None) + b"\n"
+        line = call_message(rid, tool, arguments, progress is not None, trace) + b"\n"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = _Pending(future, progress)
         stdin = self._stdin
@@ -186,11 +193,14 @@ class Lane:
 # ---- the JSON-RPC messages of a lane call (shared by the stdio and HTTP lanes) ----------------
 
 
-def call_message(rid: int, tool: str, arguments: dict[str, Any], with_progress: bool) -> bytes:
-    """A compact ``tools/call`` request; its progress token is its id."""
+def call_message(
+    rid: int, tool: str, arguments: dict[str, Any], with_progress: bool, trace: dict[str, str] | None = None
+) -> bytes:
+    """A compact ``tools/call`` request; its progress token is its id; ``trace`` (``traceparent``,
+    ``tracestate``) goes into ``_meta`` unprefixed, as the MCP trace-context convention says."""
     params: dict[str, Any] = {"name": tool, "arguments": arguments}
-    if with_progress:
-        params["_meta"] = {"progressToken": rid}
+    if with_progress or trace:
+        params["_meta"] = {**(trace or {}), **({"progressToken": rid} if with_progress else {})}
     message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
 

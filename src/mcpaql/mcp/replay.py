@@ -12,7 +12,8 @@ given message), ``replay_rpc_error`` (a JSON-RPC error with the given code), ``r
 (waits; counts the calls the client cancelled), ``replay_stats`` (those counts and its pid),
 ``replay_add_tool`` (adds a tool and sends ``tools/list_changed``) and ``replay_crash`` (the
 process exits, to test reconnects). With ``--record FILE`` every ``tools/call`` it receives is
-appended to FILE as a JSON line (``{"tool", "arguments"}``), so tests can see what reached it.
+appended to FILE as a JSON line (``{"tool", "arguments"}``, plus ``traceparent`` / ``http_traceparent``
+when the call carried W3C trace context in ``_meta`` / an HTTP header), so tests can see what reached it.
 """
 
 from __future__ import annotations
@@ -80,8 +81,15 @@ def build_server(tools: list[dict[str, Any]], control: bool = False, record: str
         args = params.arguments or {}
         name = params.name
         if record:
+            seen: dict[str, Any] = {"tool": name, "arguments": args}
+            meta: dict[str, Any] = dict(ctx.meta) if isinstance(ctx.meta, dict) else {}
+            if "traceparent" in meta:  # the trace context a traced wrapper sent (MCP _meta convention)
+                seen["traceparent"] = meta["traceparent"]
+            header = getattr(getattr(ctx, "request", None), "headers", {}).get("traceparent")
+            if header:  # and as an HTTP header, over streamable HTTP
+                seen["http_traceparent"] = header
             with open(record, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"tool": name, "arguments": args}, sort_keys=True) + "\n")
+                f.write(json.dumps(seen, sort_keys=True) + "\n")
         if control and name == "replay_progress":
             steps = int(args.get("steps", 3))
             for i in range(steps):

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import anyio
 import mcp_types as types
@@ -30,6 +30,9 @@ from .auth import caller_of, request_identity
 from .progress import progress_sink
 from .sdk_private import request_connection
 from .sessions import SessionBinder
+
+if TYPE_CHECKING:
+    from ..observability.telemetry import Telemetry
 
 log = logging.getLogger("mcpaql.mcp.server")
 
@@ -85,6 +88,7 @@ def build_server(
     transport: str = "mcp",
     session: Session | None = None,
     identify: Callable[[Any], str | None] | None = None,
+    telemetry: Telemetry | None = None,
 ) -> Server[Any]:
     """A low-level SDK ``Server`` serving ``source`` (an engine, or a holder that may rebuild it).
 
@@ -94,7 +98,11 @@ def build_server(
     authenticated subject once auth exists), never anything taken from the request's arguments.
     When the holder rebuilds its engine, every client seen so far gets
     ``notifications/tools/list_changed`` and the next ``tools/list`` shows the new surface.
+    ``telemetry`` (:mod:`mcpaql.observability`) instruments every call; without it nothing of
+    OpenTelemetry beyond the SDK's own no-op spans runs.
     """
+    if telemetry is not None:  # imported only when on: OpenTelemetry beyond the SDK's API stays unloaded
+        from .observe import install, observed_call
     engine = current_engine(source)
     registry = engine.registry
     # converted once per engine (the served one and each scope-narrowed one), not per request
@@ -151,7 +159,10 @@ def build_server(
             if caller is not None and session.identity != caller.identity:  # the SDK binds sessions to principals too
                 return _result(*engine.render(failure(session_not_yours())))
             call_ctx = engine.context(session, progress_sink=progress_sink(ctx, params))
-            envelope = await engine.call_tool(params.name, params.arguments, call_ctx)
+            if telemetry is None:
+                envelope = await engine.call_tool(params.name, params.arguments, call_ctx)
+            else:
+                envelope = await observed_call(telemetry, engine, ctx, params, call_ctx, session, transport)
             text, is_error = engine.render(envelope)
             return _result(text, is_error)
         except Exception:
@@ -163,7 +174,7 @@ def build_server(
                 with anyio.CancelScope(shield=True):  # a cancelled call still runs its close hooks
                     await owned.close()
 
-    return Server(
+    server = Server(
         registry.adapter,
         version=registry.version,
         title=registry.display_name,
@@ -173,3 +184,6 @@ def build_server(
         on_call_tool=on_call_tool,
         get_tool_input_schema=lambda name: tools_of(current_engine(source))[1].get(name),  # all tools: calls are narrowed
     )
+    if telemetry is not None:
+        install(server.middleware, telemetry, transport)
+    return server

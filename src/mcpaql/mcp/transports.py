@@ -11,7 +11,7 @@ import contextlib
 import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.lowlevel import NotificationOptions
@@ -27,25 +27,45 @@ from .framing import Utf8Guard, line_limit
 from .server import EngineHolder, build_server, current_engine
 from .stdio_pipes import claimed_stdio, drained_streams
 
+if TYPE_CHECKING:
+    from ..observability.telemetry import Telemetry
+
 log = logging.getLogger("mcpaql.mcp.transports")
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"  # ours and uvicorn's: one format on stderr
+# Loggers that speak at INFO per request or connection: the SDK ("Terminating session: None" on
+# every stateless request, session ids, stream reconnects) and httpx (every request's full URL,
+# which carries parameter values in its path and query). Quiet below WARNING unless DEBUG was asked for.
+QUIET_LOGGERS = ("mcp", "httpx")
 
 
-def configure_logging(level: int = logging.WARNING) -> None:
-    """Send logs to stderr unless the application already configured logging."""
+def configure_logging(level: int = logging.WARNING, log_format: str = "text") -> None:
+    """Send logs to stderr, as text (:data:`LOG_FORMAT`) or one JSON object per line
+    (``log_format="json"``, :mod:`mcpaql.observability.logs`), unless the application already
+    configured logging; and keep the SDK's per-request INFO lines out of it (:data:`QUIET_LOGGERS`),
+    unless ``level`` is DEBUG or the application set those loggers' levels itself."""
+    from ..observability.logs import formatter
+
     root = logging.getLogger()
     if not root.handlers:
-        logging.basicConfig(stream=sys.stderr, level=level, format=LOG_FORMAT)
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(formatter(log_format, LOG_FORMAT))
+        root.addHandler(handler)
+        root.setLevel(level)
+    if level > logging.DEBUG:
+        for name in QUIET_LOGGERS:
+            quiet = logging.getLogger(name)
+            if quiet.level == logging.NOTSET:
+                quiet.setLevel(logging.WARNING)
 
 
-async def serve_stdio(engine: Engine | EngineHolder) -> None:
+async def serve_stdio(engine: Engine | EngineHolder, *, telemetry: Telemetry | None = None) -> None:
     """Serve one client over this process's stdin/stdout until it closes stdin."""
     configure_logging()
     first = current_engine(engine)
     session = first.new_session("stdio")
-    server = build_server(engine, transport="stdio", session=session)
+    server = build_server(engine, transport="stdio", session=session, telemetry=telemetry)
     sys.stdout.flush()  # anything buffered before we own the pipe must not land mid-stream
     try:  # the backend's lifespan brackets serving: opened first, closed after the last answer
         async with (
@@ -106,6 +126,7 @@ def http_app(
     host: str = "127.0.0.1",
     port: int = 8000,
     auth: AuthOptions | None = None,
+    telemetry: Telemetry | None = None,
 ) -> Starlette:
     """A Starlette app serving ``engine`` over streamable HTTP at ``path``.
 
@@ -114,7 +135,7 @@ def http_app(
     turns on DNS-rebinding protection (Host/Origin allow-lists). With ``auth`` configured the
     endpoint is an OAuth 2.1 resource server (``mcp/auth.py``, docs/auth.md).
     """
-    server = build_server(engine, transport="http")
+    server = build_server(engine, transport="http", telemetry=telemetry)
     app = server.streamable_http_app(
         streamable_http_path=path,
         stateless_http=stateless,
@@ -138,13 +159,15 @@ def http_app(
     return app
 
 
-def uvicorn_log_config(level: str = "warning") -> dict[str, Any]:
-    """uvicorn's logging, all on stderr (its default sends the access log to stdout)."""
+def uvicorn_log_config(level: str = "warning", log_format: str = "text") -> dict[str, Any]:
+    """uvicorn's logging, all on stderr (its default sends the access log to stdout), in the
+    same format as ours."""
     handler = {"class": "logging.StreamHandler", "stream": "ext://sys.stderr", "formatter": "plain"}
+    plain: dict[str, Any] = {"()": "mcpaql.observability.logs.JsonFormatter"} if log_format == "json" else {"format": LOG_FORMAT}
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"plain": {"format": LOG_FORMAT}},
+        "formatters": {"plain": plain},
         "handlers": {"stderr": handler},
         "loggers": {
             "uvicorn": {"handlers": ["stderr"], "level": level.upper(), "propagate": False},
@@ -163,6 +186,8 @@ async def serve_http_async(
     path: str = "/mcp",
     log_level: str = "warning",
     auth: AuthOptions | None = None,
+    log_format: str = "text",
+    telemetry: Telemetry | None = None,
 ) -> None:
     """Serve :func:`http_app` with uvicorn on the running event loop (beside other tasks that
     share the engine's state, such as a holder's upstreams or the approval page). The one place
@@ -175,9 +200,9 @@ async def serve_http_async(
     check_exposure(host, auth)
     if host not in LOCAL_HOSTS:
         log.warning("serving on %s: reachable beyond this machine and without DNS-rebinding protection", host)
-    app = http_app(engine, stateless=stateless, path=path, host=host, port=port, auth=auth)
+    app = http_app(engine, stateless=stateless, path=path, host=host, port=port, auth=auth, telemetry=telemetry)
     server = uvicorn.Server(
-        uvicorn.Config(app, host=host, port=port, log_config=uvicorn_log_config(log_level), log_level=log_level)
+        uvicorn.Config(app, host=host, port=port, log_config=uvicorn_log_config(log_level, log_format), log_level=log_level)
     )
     await server.serve()
 

@@ -13,11 +13,13 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import httpx
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.sse import sse_client
 from pydantic import TypeAdapter
 
+from ..observability.hooks import current_telemetry
 from .client import streamable_http_transport
 from .http_lane import HttpLane, SessionExpired
 from .lane import InvalidResult, Lane, lane_available, lane_stdio_client
@@ -123,7 +125,15 @@ class UpstreamClient:
         raises a ``ValueError`` (:class:`InvalidResult` when the lane saw it)."""
         try:
             if lane is not None:
-                return await lane.call(tool, arguments, progress=progress, timeout=timeout)
+                telemetry = current_telemetry()
+                if telemetry is None:
+                    return await lane.call(tool, arguments, progress=progress, timeout=timeout)
+                # The lanes bypass the SDK client, so the CLIENT span and the _meta trace context
+                # are ours here; on the SDK path below the SDK makes both itself.
+                with telemetry.upstream_mcp(tool, self._span_attrs(lane)) as call:
+                    result = await lane.call(tool, arguments, progress=progress, timeout=timeout, trace=call.carrier)
+                    call.tool_result(result)
+                    return result
             # The raw request, not Client.call_tool: a proxy forwards the upstream's result as it
             # came (unknown fields included) and the caller validates it; the typed path would
             # parse it into models, revalidate it against the output schema and dump it.
@@ -135,6 +145,23 @@ class UpstreamClient:
             )
         except MCPError as e:
             raise RPCError(e.code, e.error.message, e.error.data) from None
+
+    def _span_attrs(self, lane: Lane | HttpLane) -> dict[str, Any]:
+        """The upstream CLIENT span's attributes (MCP semantic conventions): never the upstream's
+        session id (a credential towards it), nor the call's arguments."""
+        attrs: dict[str, Any] = {"mcpaql.upstream": lane.name}
+        if self.protocol_version:
+            attrs["mcp.protocol.version"] = self.protocol_version
+        if isinstance(lane, HttpLane):
+            url = httpx.URL(lane.url)
+            port = url.port or _PORTS.get(url.scheme, 80)
+            attrs.update({"network.transport": "tcp", "server.address": url.host, "server.port": port})
+        else:
+            attrs["network.transport"] = "pipe"
+        return attrs
+
+
+_PORTS = {"http": 80, "https": 443}
 
 
 @contextlib.asynccontextmanager
