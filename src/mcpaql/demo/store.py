@@ -66,6 +66,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     version      INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS tasks_project ON tasks(project_id, status);
+{task_indexes}
 CREATE TABLE IF NOT EXISTS notes (
     note_id    TEXT PRIMARY KEY,
     task_id    TEXT REFERENCES tasks(task_id) ON DELETE CASCADE,
@@ -103,6 +104,37 @@ CREATE TABLE IF NOT EXISTS executions (
     error        TEXT
 );
 """
+
+
+# The task fields list_tasks filters, sorts and groups by in SQL (demo/task_sql.py), and the
+# store's default order; the indexes below serve each sort (both directions, ties by task_id)
+# and the default order, so a page costs what the page costs at any depth (keyset pagination).
+RANK_SQL = "(CASE priority WHEN 'urgent' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END)"
+DONE_SQL = "(CASE status WHEN 'done' THEN 1 ELSE 0 END)"
+DUE_SQL = "json_extract(metadata, '$.due_date')"
+DUE_ORDER_SQL = f"coalesce({DUE_SQL}, '9999-12-31')"
+ASSIGNEE_SQL = "json_extract(metadata, '$.assignee')"
+ESTIMATE_SQL = "json_extract(metadata, '$.estimate_hours')"
+
+
+def _task_indexes() -> str:
+    out = [f"CREATE INDEX IF NOT EXISTS tasks_default_order ON tasks({RANK_SQL}, {DONE_SQL}, {DUE_ORDER_SQL}, created_at);"]
+    sorts = {"created": "created_at", "updated": "updated_at", "title": "title", "status": "status", "rank": RANK_SQL}
+    for name, expr in sorts.items():
+        out.append(f"CREATE INDEX IF NOT EXISTS tasks_by_{name} ON tasks({expr}, task_id);")
+        out.append(f"CREATE INDEX IF NOT EXISTS tasks_by_{name}_desc ON tasks({expr} DESC, task_id);")
+    out.append(f"CREATE INDEX IF NOT EXISTS tasks_by_due ON tasks(({DUE_SQL} IS NULL), {DUE_SQL}, task_id);")
+    out.append(f"CREATE INDEX IF NOT EXISTS tasks_by_due_desc ON tasks(({DUE_SQL} IS NULL) DESC, {DUE_SQL} DESC, task_id);")
+    return "\n".join(out)
+
+
+_SCHEMA = _SCHEMA.replace("{task_indexes}", _task_indexes())
+
+
+def _lower(value: Any) -> Any:
+    """``aql_lower``: Python's ``str.lower`` in SQL (SQLite's ``lower`` folds ASCII only), so
+    case-insensitive matching in SQL agrees with the shared collection layer's."""
+    return value.lower() if isinstance(value, str) else None
 
 
 # ---- connection --------------------------------------------------------------------------
@@ -165,6 +197,7 @@ def resolve_path(db_path: str | os.PathLike[str] | None = None) -> Path:
 def _open(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10)
     conn.row_factory = sqlite3.Row
+    conn.create_function("aql_lower", 1, _lower, deterministic=True)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA synchronous=NORMAL")
@@ -327,7 +360,8 @@ def delete_project(db: DB, project_id: str, *, cascade: bool = False, if_match: 
 # ---- tasks -------------------------------------------------------------------------------
 
 
-def _task_dict(row: sqlite3.Row) -> dict[str, Any]:
+def task_dict(row: sqlite3.Row) -> dict[str, Any]:
+    """A task row as the stored record with its ``_etag`` (computed here, per row asked for)."""
     return with_etag(
         {
             "task_id": row["task_id"],
@@ -400,18 +434,18 @@ def create_task(
             ),
         )
         _event(c, tid, "created", {"title": {"to": title}, "status": {"to": status}}, ts)
-        return _task_dict(_task_row(c, tid))
+        return task_dict(_task_row(c, tid))
 
 
 def get_task(db: DB, task_id: str) -> dict[str, Any]:
     with db.read() as c:
-        return _task_dict(_task_row(c, task_id))
+        return task_dict(_task_row(c, task_id))
 
 
 def get_task_detail(db: DB, task_id: str, note_limit: int = 20) -> dict[str, Any]:
     """The task plus its links (both directions) and newest notes."""
     with db.read() as c:
-        task = _task_dict(_task_row(c, task_id))
+        task = task_dict(_task_row(c, task_id))
         links = []
         for r in c.execute(
             "SELECT l.link_id, l.link_type, 'outgoing' AS direction, t.task_id, t.title, t.status "
@@ -433,15 +467,10 @@ def get_task_detail(db: DB, task_id: str, note_limit: int = 20) -> dict[str, Any
         return {**task, "links": links, "notes": notes, "note_count": count}
 
 
-_TASK_ORDER = (
-    "CASE priority WHEN 'urgent' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END, "
-    "CASE status WHEN 'done' THEN 1 ELSE 0 END, "
-    "coalesce(json_extract(metadata, '$.due_date'), '9999-12-31'), created_at, rowid"
-)
+_TASK_ORDER = f"{RANK_SQL}, {DONE_SQL}, {DUE_ORDER_SQL}, created_at, rowid"
 
 
-def list_tasks(
-    db: DB,
+def task_filter(
     *,
     project_id: str | None = None,
     status: str | None = None,
@@ -450,8 +479,8 @@ def list_tasks(
     assignee: str | None = None,
     due_before: str | None = None,
     include_archived: bool = False,
-) -> list[dict[str, Any]]:
-    """Tasks matching every given filter, most urgent first (then open before done, earliest due, oldest)."""
+) -> tuple[str, list[Any]]:
+    """The ``WHERE`` condition (and its arguments) of :func:`list_tasks`' filters."""
     where: list[str] = []
     args: list[Any] = []
     if project_id is not None:
@@ -467,18 +496,32 @@ def list_tasks(
         where.append("EXISTS (SELECT 1 FROM json_each(tasks.tags) WHERE json_each.value = ?)")
         args.append(tag)
     if assignee is not None:
-        where.append("lower(json_extract(metadata, '$.assignee')) = ?")
+        where.append(f"lower({ASSIGNEE_SQL}) = ?")
         args.append(assignee.casefold())
     if due_before is not None:
-        where.append("json_extract(metadata, '$.due_date') < ?")
+        where.append(f"{DUE_SQL} < ?")
         args.append(due_before)
     if not include_archived:
         where.append("archived_at IS NULL")
-    clause = (" WHERE " + " AND ".join(where)) if where else ""
+    return " AND ".join(where), args
+
+
+def list_tasks(db: DB, **filters: Any) -> list[dict[str, Any]]:
+    """Tasks matching every given filter (:func:`task_filter`), most urgent first (then open
+    before done, earliest due, oldest). Every row: ``list_tasks`` pushes its queries down
+    (``demo/task_sql.py``) and uses this only for the queries SQL cannot answer exactly."""
+    clause, args = task_filter(**filters)
     with db.read() as c:
-        if project_id is not None:
-            _project_row(c, project_id)
-        return [_task_dict(r) for r in c.execute(f"SELECT * FROM tasks{clause} ORDER BY {_TASK_ORDER}", args)]
+        if filters.get("project_id") is not None:
+            _project_row(c, filters["project_id"])
+        where = f" WHERE {clause}" if clause else ""
+        return [task_dict(r) for r in c.execute(f"SELECT * FROM tasks{where} ORDER BY {_TASK_ORDER}", args)]
+
+
+def require_project(db: DB, project_id: str) -> None:
+    """Raise NOT_FOUND_RESOURCE unless the project exists."""
+    with db.read() as c:
+        _project_row(c, project_id)
 
 
 def _task_state(row: sqlite3.Row) -> dict[str, Any]:
@@ -509,7 +552,7 @@ def update_task(
     """
     with db.tx() as c:
         row = _task_row(c, task_id)
-        check_if_match(_task_dict(row), if_match, resource_type="task", resource_id=task_id)
+        check_if_match(task_dict(row), if_match, resource_type="task", resource_id=task_id)
         before = _task_state(row)
         after = apply_patch(before, changes)
         after.setdefault("tags", [])
@@ -525,7 +568,7 @@ def update_task(
             if before.get(k) != after.get(k)
         }
         if not diff:
-            return _task_dict(row), False
+            return task_dict(row), False
         ts = now()
         completed_at = row["completed_at"]
         if "status" in diff:
@@ -551,13 +594,13 @@ def update_task(
             ),
         )
         _event(c, task_id, "updated", diff, ts)
-        return _task_dict(_task_row(c, task_id)), True
+        return task_dict(_task_row(c, task_id)), True
 
 
 def delete_task(db: DB, task_id: str, if_match: str | None = None) -> dict[str, int]:
     with db.tx() as c:
         row = _task_row(c, task_id)
-        check_if_match(_task_dict(row), if_match, resource_type="task", resource_id=task_id)
+        check_if_match(task_dict(row), if_match, resource_type="task", resource_id=task_id)
         n_notes = c.execute("SELECT COUNT(*) FROM notes WHERE task_id = ?", (task_id,)).fetchone()[0]
         n_links = c.execute("SELECT COUNT(*) FROM links WHERE from_task_id = ? OR to_task_id = ?", (task_id, task_id)).fetchone()[
             0

@@ -136,12 +136,22 @@ class QueryResult:
     has_previous: bool = False
     total_count: int | None = None
     aggregations: dict[str, Any] | None = None
+    keys: Sequence[list[Any]] | None = None
+    """Optional cursor keyset per item (JSON values, as many as the query's cursors carry):
+    for a backend whose default order is not a client sort, e.g. SQL ``ORDER BY`` expressions
+    plus ``rowid``, so that its cursors are keyset positions too. Without it, cursors carry
+    the sort values and the key field read from the items (or the item's offset)."""
 
 
 @runtime_checkable
 class QueryBackend(Protocol):
     """Return one of these from a collection handler to take the whole query (filter, sort,
-    page window, projection hints, aggregates) instead of handing over every record."""
+    page window, projection hints, aggregates) instead of handing over every record.
+
+    ``execute_query`` returns a :class:`QueryResult` (or an awaitable of one); a backend that
+    cannot express a particular query (an operand its query language cannot compare exactly)
+    returns an iterable of records instead, and the shared layer answers it in Python with
+    the same semantics, streaming."""
 
     def execute_query(self, query: CollectionQuery) -> Any:  # QueryResult | Awaitable[QueryResult]
         ...
@@ -666,7 +676,9 @@ class CollectionRuntime:
         if inspect.isawaitable(r):
             r = await r
         if not isinstance(r, QueryResult):
-            raise internal_error("a query backend returned an unsupported value")
+            if isinstance(r, Mapping) or not isinstance(r, Iterable):
+                raise internal_error("a query backend returned an unsupported value")
+            return self._in_memory(r, q, ctx)  # the backend declined: records, answered here
         data: dict[str, Any] = {}
         if q.aggregate:
             if r.aggregations is None:
@@ -688,7 +700,13 @@ class CollectionRuntime:
         base = q.page.offset
         codec = codec_for(ctx)
 
+        keys = r.keys
+        if keys is not None and (len(keys) != len(records) or any(len(k) != (len(fields) + 1 if fields else 2) for k in keys)):
+            raise internal_error("the query backend returned cursor keys that do not fit its items")
+
         def cursor(i: int, rec: dict[str, Any]) -> str:
+            if keys is not None:
+                return codec.encode({"o": self.operation, "s": signature, "k": list(keys[i])})
             raw = [value_of(rec, f) for f in fields] + [value_of(rec, self.key) if self.key else base + i]
             return codec.encode({"o": self.operation, "s": signature, "k": [_plain(v) for v in raw]})
 
