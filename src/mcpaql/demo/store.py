@@ -66,7 +66,6 @@ CREATE TABLE IF NOT EXISTS tasks (
     version      INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS tasks_project ON tasks(project_id, status);
-{task_indexes}
 CREATE TABLE IF NOT EXISTS notes (
     note_id    TEXT PRIMARY KEY,
     task_id    TEXT REFERENCES tasks(task_id) ON DELETE CASCADE,
@@ -107,28 +106,58 @@ CREATE TABLE IF NOT EXISTS executions (
 
 
 # The task fields list_tasks filters, sorts and groups by in SQL (demo/task_sql.py), and the
-# store's default order; the indexes below serve each sort (both directions, ties by task_id)
-# and the default order, so a page costs what the page costs at any depth (keyset pagination).
+# store's default order. The default order's parts are virtual generated columns (o_rank,
+# o_done, o_due): SQLite seeks an index with a row-value comparison on columns, not on
+# expressions, and keyset pages need that seek. The indexes serve each sort (both directions,
+# ties by task_id) and the default order, so a page costs the same at any depth.
 RANK_SQL = "(CASE priority WHEN 'urgent' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END)"
 DONE_SQL = "(CASE status WHEN 'done' THEN 1 ELSE 0 END)"
 DUE_SQL = "json_extract(metadata, '$.due_date')"
 DUE_ORDER_SQL = f"coalesce({DUE_SQL}, '9999-12-31')"
 ASSIGNEE_SQL = "json_extract(metadata, '$.assignee')"
 ESTIMATE_SQL = "json_extract(metadata, '$.estimate_hours')"
+ORDER_COLUMNS = {"o_rank": ("INTEGER", RANK_SQL), "o_done": ("INTEGER", DONE_SQL), "o_due": ("TEXT", f"({DUE_ORDER_SQL})")}
+DEFAULT_ORDER = ["o_rank", "o_done", "o_due", "created_at"]  # then rowid
 
 
-def _task_indexes() -> str:
-    out = [f"CREATE INDEX IF NOT EXISTS tasks_default_order ON tasks({RANK_SQL}, {DONE_SQL}, {DUE_ORDER_SQL}, created_at);"]
-    sorts = {"created": "created_at", "updated": "updated_at", "title": "title", "status": "status", "rank": RANK_SQL}
+def _task_indexes() -> list[str]:
+    out = [
+        f"CREATE INDEX IF NOT EXISTS tasks_default_order ON tasks({', '.join(DEFAULT_ORDER)});",
+        "CREATE INDEX IF NOT EXISTS tasks_archived ON tasks(archived_at);",
+        # covers the usual filters, so a page's totalCount is counted in the index alone
+        "CREATE INDEX IF NOT EXISTS tasks_filters ON tasks(status, priority, archived_at);",
+    ]
+    sorts = {"created": "created_at", "updated": "updated_at", "title": "title", "status": "status", "rank": "o_rank"}
     for name, expr in sorts.items():
         out.append(f"CREATE INDEX IF NOT EXISTS tasks_by_{name} ON tasks({expr}, task_id);")
         out.append(f"CREATE INDEX IF NOT EXISTS tasks_by_{name}_desc ON tasks({expr} DESC, task_id);")
     out.append(f"CREATE INDEX IF NOT EXISTS tasks_by_due ON tasks(({DUE_SQL} IS NULL), {DUE_SQL}, task_id);")
     out.append(f"CREATE INDEX IF NOT EXISTS tasks_by_due_desc ON tasks(({DUE_SQL} IS NULL) DESC, {DUE_SQL} DESC, task_id);")
-    return "\n".join(out)
+    return out
 
 
-_SCHEMA = _SCHEMA.replace("{task_indexes}", _task_indexes())
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Add the generated order columns and the indexes to a file created before them (and to
+    a new one); then give the query planner statistics if it has none (a sampled ANALYZE)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_xinfo(tasks)")}
+    for name, (kind, expr) in ORDER_COLUMNS.items():
+        if name not in have:
+            conn.execute(f"ALTER TABLE tasks ADD COLUMN {name} {kind} GENERATED ALWAYS AS {expr} VIRTUAL")
+    for statement in _task_indexes():
+        conn.execute(statement)
+    analyze(conn, only_if_missing=True)
+
+
+def analyze(conn: sqlite3.Connection, *, only_if_missing: bool = False) -> None:
+    """``ANALYZE`` (about 0.25 s per 100,000 tasks): without statistics, or with sampled ones,
+    SQLite may sort a whole filtered set instead of walking the sort's index (e.g.
+    ``status IN (…) ORDER BY updated_at DESC LIMIT 20``: 36 ms instead of 0.3 ms)."""
+    if only_if_missing:
+        stat = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone()
+        if stat is not None or conn.execute("SELECT 1 FROM tasks LIMIT 1").fetchone() is None:
+            return
+    conn.execute("PRAGMA analysis_limit = 0")
+    conn.execute("ANALYZE")
 
 
 def _lower(value: Any) -> Any:
@@ -168,6 +197,8 @@ class DB:
 
     def close(self) -> None:
         with self.lock:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("PRAGMA optimize")  # SQLite's advice: refresh statistics on close
             self.conn.close()
             self.closed = True
 
@@ -211,6 +242,8 @@ def connect(db_path: str | os.PathLike[str] | None = None, *, seed: bool = True)
     conn = _open(path)
     db = DB(conn, str(path))
     conn.executescript("BEGIN IMMEDIATE;\n" + _SCHEMA + "\nCOMMIT;")
+    with db.tx() as c:
+        _migrate(c)
     with db.tx() as c:
         # INSERT OR IGNORE decides "brand-new" atomically, even if two processes open the file at once.
         cur = c.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -467,7 +500,7 @@ def get_task_detail(db: DB, task_id: str, note_limit: int = 20) -> dict[str, Any
         return {**task, "links": links, "notes": notes, "note_count": count}
 
 
-_TASK_ORDER = f"{RANK_SQL}, {DONE_SQL}, {DUE_ORDER_SQL}, created_at, rowid"
+_TASK_ORDER = ", ".join([*DEFAULT_ORDER, "rowid"])
 
 
 def task_filter(

@@ -46,9 +46,9 @@ FIELDS: dict[str, Column] = {
     "metadata.due_date": Column(store.DUE_SQL, "opt"),
     "metadata.estimate_hours": Column(store.ESTIMATE_SQL, "number"),
     "tags": Column("tags", "tags"),
-    "_computed.priority_rank": Column(store.RANK_SQL, "rank"),
+    "_computed.priority_rank": Column("o_rank", "rank"),
 }
-NATURAL = [(store.RANK_SQL, "rank"), (store.DONE_SQL, "rank"), (store.DUE_ORDER_SQL, "text"), ("created_at", "text")]
+NATURAL = [(c, "text" if c in ("o_due", "created_at") else "rank") for c in store.DEFAULT_ORDER]
 _ORDERED = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 _EXISTS_TAG = "EXISTS (SELECT 1 FROM json_each(tasks.tags) WHERE json_each.value {})"
 
