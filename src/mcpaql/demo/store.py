@@ -7,7 +7,9 @@ and the write it guards are atomic. Functions raise :class:`MCPAQLError` for dom
 
 This module must not know about the adapter API or MCP: the operations in ``operations.py`` call
 these functions, and the shared collection layer (:mod:`mcpaql.protocol.collections`) does the
-text search, filtering, sorting, paging and projection of what the ``list_*`` functions return.
+text search, filtering, sorting, paging and projection of what the ``list_*`` functions return;
+``list_tasks``' queries run in SQL instead (``task_sql.py``, over :func:`task_filter`, the
+generated order columns and the indexes declared here).
 Merging (:func:`mcpaql.protocol.update.apply_patch`) and ``if_match`` checks
 (:func:`mcpaql.protocol.concurrency.check_if_match`) are the protocol's shared helpers; ``_etag``
 is :func:`mcpaql.protocol.concurrency.with_etag` over the stored fields.
