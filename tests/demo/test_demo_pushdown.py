@@ -226,3 +226,27 @@ def test_only_the_page_gets_etags_and_models(d: Demo, monkeypatch: pytest.Monkey
     page = d.ok("list_tasks", first=5, sort={"field": "title"}, aggregate={"n": {"group_by": "status"}}, include_items=True)
     assert len(page["items"]) == 5 and page["aggregations"]["n"] == {"todo": 30}
     assert len(made) == 5
+
+
+def test_a_file_from_before_the_order_columns_is_migrated(tmp_path: Any) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as old:  # the schema as it was: no generated columns, no sort indexes
+        old.executescript(store._SCHEMA)
+        old.execute("INSERT INTO meta(key, value) VALUES ('schema_version', '1')")
+        old.execute(
+            "INSERT INTO projects(project_id, name, name_key, created_at, updated_at) VALUES ('prj_1', 'P', 'p', ?, ?)",
+            (TIMES[0], TIMES[0]),
+        )
+        old.executemany(
+            "INSERT INTO tasks(task_id, project_id, title, status, priority, created_at, updated_at) "
+            "VALUES (?, 'prj_1', ?, 'todo', ?, ?, ?)",
+            [(f"tsk_{i}", f"T{i}", PRIORITIES[i % 4], TIMES[0], TIMES[0]) for i in range(6)],
+        )
+    old.close()
+    demo = Demo(path, seed=False)
+    columns = {r[1] for r in demo.app.db.conn.execute("PRAGMA table_xinfo(tasks)")}
+    assert {"o_rank", "o_done", "o_due"} <= columns
+    first = demo.ok("list_tasks", first=3, fields="minimal")
+    rest = demo.ok("list_tasks", first=3, after=first["pageInfo"]["endCursor"], fields="minimal")
+    assert [t["task_id"] for t in first["items"] + rest["items"]] == ["tsk_0", "tsk_4", "tsk_1", "tsk_5", "tsk_2", "tsk_3"]
+    demo.app.db.close()

@@ -239,6 +239,8 @@ def _open(path: Path) -> sqlite3.Connection:
 
 def connect(db_path: str | os.PathLike[str] | None = None, *, seed: bool = True) -> DB:
     """Open (creating if needed) the demo database; a brand-new file gets the sample project."""
+    if sqlite3.sqlite_version_info < (3, 31):
+        raise RuntimeError(f"the demo needs SQLite 3.31 or newer (generated columns); this Python has {sqlite3.sqlite_version}")
     path = resolve_path(db_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = _open(path)
