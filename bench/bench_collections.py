@@ -162,7 +162,11 @@ def ms(t: float) -> str:
 
 
 def bench_demo(n_tasks: int, repeat: int) -> None:
-    folder = Path(tempfile.mkdtemp(prefix="bench-collections-"))
+    with tempfile.TemporaryDirectory(prefix="bench-collections-") as folder:
+        _bench_demo(n_tasks, repeat, Path(folder))
+
+
+def _bench_demo(n_tasks: int, repeat: int, folder: Path) -> None:
     small, big = Demo(n_tasks // 10, folder), Demo(n_tasks, folder)
     print(f"demo list_tasks over {n_tasks:,} tasks (inserted in {big.insert_s:.1f} s with executemany)")
     page = {"filter": FILTER, "sort": SORT, "first": 20}
