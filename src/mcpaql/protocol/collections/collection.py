@@ -645,7 +645,13 @@ class CollectionRuntime:
             if not sort[0].descending:
 
                 def key_of(i: int, rec: dict[str, Any]) -> tuple[Any, ...]:
-                    return (order_key(rec.get(f0, MISSING)), order_key(rec.get(key, MISSING)), (0, i))
+                    # order_key inlined for plain strings and numbers (a million calls saved per million rows)
+                    v = rec.get(f0, MISSING)
+                    c = v.__class__
+                    k = (1, v) if c is str else (0, v) if c is int or c is float else order_key(v)
+                    t = rec.get(key, MISSING)
+                    c = t.__class__
+                    return (k, (1, t) if c is str else (0, t) if c is int or c is float else order_key(t), (0, i))
             else:
 
                 def key_of(i: int, rec: dict[str, Any]) -> tuple[Any, ...]:
