@@ -5,7 +5,8 @@ parameter schemas, descriptions, examples and types in introspection all come fr
 signatures, docstrings and models here. Handlers only translate between models and the
 store's dicts; they never touch SQL and never build envelopes.
 
-The ``list_*``/``search_*`` reads return every matching record and declare a
+The ``list_*``/``search_*`` reads return every matching record (``list_tasks``: a
+:class:`~.task_sql.TaskQuery` that runs the whole query in SQLite) and declare a
 :class:`~mcpaql.protocol.collections.Collection`: the shared collection layer adds ``fields``,
 ``query``, ``filter``, ``sort``, cursor (``first``/``after``…) or ``limit``/``offset`` paging and
 ``aggregate``, and shapes the result into ``{items, pageInfo}``. ``get_*`` reads declare
@@ -52,6 +53,7 @@ from .models import (
     TaskStatus,
     Title,
 )
+from .task_sql import TaskQuery
 
 ADAPTER_NAME = "tasks"
 DISPLAY_NAME = "Task Tracker"
@@ -407,17 +409,20 @@ def _task_operations(app: Adapter, db: store.DB) -> None:
             due_before: Only tasks due strictly before this date (YYYY-MM-DD).
             include_archived: Also list tasks archived by execute_archive_completed.
         """
-        rows = store.list_tasks(
-            db,
-            project_id=project_id,
-            status=status,
-            priority=priority,
-            tag=tag,
-            assignee=assignee,
-            due_before=due_before.isoformat() if due_before else None,
-            include_archived=include_archived,
-        )
-        return [Task.model_validate(r) for r in rows]
+        if project_id is not None:
+            store.require_project(db, project_id)
+        shortcuts = {
+            "project_id": project_id,
+            "status": status,
+            "priority": priority,
+            "tag": tag,
+            "assignee": assignee,
+            "due_before": due_before.isoformat() if due_before else None,
+            "include_archived": include_archived,
+        }
+        # The collection query runs in SQLite (task_sql.TaskQuery); only the page's rows
+        # become Task models.
+        return TaskQuery(db, shortcuts, Task.model_validate)  # type: ignore[return-value]
 
     @app.read(
         danger_level="safe",

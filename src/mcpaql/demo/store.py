@@ -7,7 +7,9 @@ and the write it guards are atomic. Functions raise :class:`MCPAQLError` for dom
 
 This module must not know about the adapter API or MCP: the operations in ``operations.py`` call
 these functions, and the shared collection layer (:mod:`mcpaql.protocol.collections`) does the
-text search, filtering, sorting, paging and projection of what the ``list_*`` functions return.
+text search, filtering, sorting, paging and projection of what the ``list_*`` functions return;
+``list_tasks``' queries run in SQL instead (``task_sql.py``, over :func:`task_filter`, the
+generated order columns and the indexes declared here).
 Merging (:func:`mcpaql.protocol.update.apply_patch`) and ``if_match`` checks
 (:func:`mcpaql.protocol.concurrency.check_if_match`) are the protocol's shared helpers; ``_etag``
 is :func:`mcpaql.protocol.concurrency.with_etag` over the stored fields.
@@ -106,6 +108,67 @@ CREATE TABLE IF NOT EXISTS executions (
 """
 
 
+# The task fields list_tasks filters, sorts and groups by in SQL (demo/task_sql.py), and the
+# store's default order. The default order's parts are virtual generated columns (o_rank,
+# o_done, o_due): SQLite seeks an index with a row-value comparison on columns, not on
+# expressions, and keyset pages need that seek. The indexes serve each sort (both directions,
+# ties by task_id) and the default order, so a page costs the same at any depth.
+RANK_SQL = "(CASE priority WHEN 'urgent' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END)"
+DONE_SQL = "(CASE status WHEN 'done' THEN 1 ELSE 0 END)"
+DUE_SQL = "json_extract(metadata, '$.due_date')"
+DUE_ORDER_SQL = f"coalesce({DUE_SQL}, '9999-12-31')"
+ASSIGNEE_SQL = "json_extract(metadata, '$.assignee')"
+ESTIMATE_SQL = "json_extract(metadata, '$.estimate_hours')"
+ORDER_COLUMNS = {"o_rank": ("INTEGER", RANK_SQL), "o_done": ("INTEGER", DONE_SQL), "o_due": ("TEXT", f"({DUE_ORDER_SQL})")}
+DEFAULT_ORDER = ["o_rank", "o_done", "o_due", "created_at"]  # then rowid
+
+
+def _task_indexes() -> list[str]:
+    out = [
+        f"CREATE INDEX IF NOT EXISTS tasks_default_order ON tasks({', '.join(DEFAULT_ORDER)});",
+        "CREATE INDEX IF NOT EXISTS tasks_archived ON tasks(archived_at);",
+        # covers the usual filters, so a page's totalCount is counted in the index alone
+        "CREATE INDEX IF NOT EXISTS tasks_filters ON tasks(status, priority, archived_at);",
+    ]
+    sorts = {"created": "created_at", "updated": "updated_at", "title": "title", "status": "status", "rank": "o_rank"}
+    for name, expr in sorts.items():
+        out.append(f"CREATE INDEX IF NOT EXISTS tasks_by_{name} ON tasks({expr}, task_id);")
+        out.append(f"CREATE INDEX IF NOT EXISTS tasks_by_{name}_desc ON tasks({expr} DESC, task_id);")
+    out.append(f"CREATE INDEX IF NOT EXISTS tasks_by_due ON tasks(({DUE_SQL} IS NULL), {DUE_SQL}, task_id);")
+    out.append(f"CREATE INDEX IF NOT EXISTS tasks_by_due_desc ON tasks(({DUE_SQL} IS NULL) DESC, {DUE_SQL} DESC, task_id);")
+    return out
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Add the generated order columns and the indexes to a file created before them (and to
+    a new one); then give the query planner statistics if it has none (a sampled ANALYZE)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_xinfo(tasks)")}
+    for name, (kind, expr) in ORDER_COLUMNS.items():
+        if name not in have:
+            conn.execute(f"ALTER TABLE tasks ADD COLUMN {name} {kind} GENERATED ALWAYS AS {expr} VIRTUAL")
+    for statement in _task_indexes():
+        conn.execute(statement)
+    analyze(conn, only_if_missing=True)
+
+
+def analyze(conn: sqlite3.Connection, *, only_if_missing: bool = False) -> None:
+    """``ANALYZE`` (about 0.25 s per 100,000 tasks): without statistics, or with sampled ones,
+    SQLite may sort a whole filtered set instead of walking the sort's index (e.g.
+    ``status IN (…) ORDER BY updated_at DESC LIMIT 20``: 36 ms instead of 0.3 ms)."""
+    if only_if_missing:
+        stat = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone()
+        if stat is not None or conn.execute("SELECT 1 FROM tasks LIMIT 1").fetchone() is None:
+            return
+    conn.execute("PRAGMA analysis_limit = 0")
+    conn.execute("ANALYZE")
+
+
+def _lower(value: Any) -> Any:
+    """``aql_lower``: Python's ``str.lower`` in SQL (SQLite's ``lower`` folds ASCII only), so
+    case-insensitive matching in SQL agrees with the shared collection layer's."""
+    return value.lower() if isinstance(value, str) else None
+
+
 # ---- connection --------------------------------------------------------------------------
 
 
@@ -137,6 +200,8 @@ class DB:
 
     def close(self) -> None:
         with self.lock:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("PRAGMA optimize")  # SQLite's advice: refresh statistics on close
             self.conn.close()
             self.closed = True
 
@@ -166,6 +231,7 @@ def resolve_path(db_path: str | os.PathLike[str] | None = None) -> Path:
 def _open(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10)
     conn.row_factory = sqlite3.Row
+    conn.create_function("aql_lower", 1, _lower, deterministic=True)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA synchronous=NORMAL")
@@ -174,11 +240,15 @@ def _open(path: Path) -> sqlite3.Connection:
 
 def connect(db_path: str | os.PathLike[str] | None = None, *, seed: bool = True) -> DB:
     """Open (creating if needed) the demo database; a brand-new file gets the sample project."""
+    if sqlite3.sqlite_version_info < (3, 31):
+        raise RuntimeError(f"the demo needs SQLite 3.31 or newer (generated columns); this Python has {sqlite3.sqlite_version}")
     path = resolve_path(db_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = _open(path)
     db = DB(conn, str(path))
     conn.executescript("BEGIN IMMEDIATE;\n" + _SCHEMA + "\nCOMMIT;")
+    with db.tx() as c:
+        _migrate(c)
     with db.tx() as c:
         # INSERT OR IGNORE decides "brand-new" atomically, even if two processes open the file at once.
         cur = c.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -328,7 +398,8 @@ def delete_project(db: DB, project_id: str, *, cascade: bool = False, if_match: 
 # ---- tasks -------------------------------------------------------------------------------
 
 
-def _task_dict(row: sqlite3.Row) -> dict[str, Any]:
+def task_dict(row: sqlite3.Row) -> dict[str, Any]:
+    """A task row as the stored record with its ``_etag`` (computed here, per row asked for)."""
     return with_etag(
         {
             "task_id": row["task_id"],
@@ -401,18 +472,18 @@ def create_task(
             ),
         )
         _event(c, tid, "created", {"title": {"to": title}, "status": {"to": status}}, ts)
-        return _task_dict(_task_row(c, tid))
+        return task_dict(_task_row(c, tid))
 
 
 def get_task(db: DB, task_id: str) -> dict[str, Any]:
     with db.read() as c:
-        return _task_dict(_task_row(c, task_id))
+        return task_dict(_task_row(c, task_id))
 
 
 def get_task_detail(db: DB, task_id: str, note_limit: int = 20) -> dict[str, Any]:
     """The task plus its links (both directions) and newest notes."""
     with db.read() as c:
-        task = _task_dict(_task_row(c, task_id))
+        task = task_dict(_task_row(c, task_id))
         links = []
         for r in c.execute(
             "SELECT l.link_id, l.link_type, 'outgoing' AS direction, t.task_id, t.title, t.status "
@@ -434,15 +505,10 @@ def get_task_detail(db: DB, task_id: str, note_limit: int = 20) -> dict[str, Any
         return {**task, "links": links, "notes": notes, "note_count": count}
 
 
-_TASK_ORDER = (
-    "CASE priority WHEN 'urgent' THEN 0 WHEN 'high' THEN 1 WHEN 'medium' THEN 2 ELSE 3 END, "
-    "CASE status WHEN 'done' THEN 1 ELSE 0 END, "
-    "coalesce(json_extract(metadata, '$.due_date'), '9999-12-31'), created_at, rowid"
-)
+_TASK_ORDER = ", ".join([*DEFAULT_ORDER, "rowid"])
 
 
-def list_tasks(
-    db: DB,
+def task_filter(
     *,
     project_id: str | None = None,
     status: str | None = None,
@@ -451,8 +517,8 @@ def list_tasks(
     assignee: str | None = None,
     due_before: str | None = None,
     include_archived: bool = False,
-) -> list[dict[str, Any]]:
-    """Tasks matching every given filter, most urgent first (then open before done, earliest due, oldest)."""
+) -> tuple[str, list[Any]]:
+    """The ``WHERE`` condition (and its arguments) of :func:`list_tasks`' filters."""
     where: list[str] = []
     args: list[Any] = []
     if project_id is not None:
@@ -468,18 +534,32 @@ def list_tasks(
         where.append("EXISTS (SELECT 1 FROM json_each(tasks.tags) WHERE json_each.value = ?)")
         args.append(tag)
     if assignee is not None:
-        where.append("lower(json_extract(metadata, '$.assignee')) = ?")
+        where.append(f"lower({ASSIGNEE_SQL}) = ?")
         args.append(assignee.casefold())
     if due_before is not None:
-        where.append("json_extract(metadata, '$.due_date') < ?")
+        where.append(f"{DUE_SQL} < ?")
         args.append(due_before)
     if not include_archived:
         where.append("archived_at IS NULL")
-    clause = (" WHERE " + " AND ".join(where)) if where else ""
+    return " AND ".join(where), args
+
+
+def list_tasks(db: DB, **filters: Any) -> list[dict[str, Any]]:
+    """Tasks matching every given filter (:func:`task_filter`), most urgent first (then open
+    before done, earliest due, oldest). Every row: ``list_tasks`` pushes its queries down
+    (``demo/task_sql.py``) and uses this only for the queries SQL cannot answer exactly."""
+    clause, args = task_filter(**filters)
     with db.read() as c:
-        if project_id is not None:
-            _project_row(c, project_id)
-        return [_task_dict(r) for r in c.execute(f"SELECT * FROM tasks{clause} ORDER BY {_TASK_ORDER}", args)]
+        if filters.get("project_id") is not None:
+            _project_row(c, filters["project_id"])
+        where = f" WHERE {clause}" if clause else ""
+        return [task_dict(r) for r in c.execute(f"SELECT * FROM tasks{where} ORDER BY {_TASK_ORDER}", args)]
+
+
+def require_project(db: DB, project_id: str) -> None:
+    """Raise NOT_FOUND_RESOURCE unless the project exists."""
+    with db.read() as c:
+        _project_row(c, project_id)
 
 
 def _task_state(row: sqlite3.Row) -> dict[str, Any]:
@@ -510,7 +590,7 @@ def update_task(
     """
     with db.tx() as c:
         row = _task_row(c, task_id)
-        check_if_match(_task_dict(row), if_match, resource_type="task", resource_id=task_id)
+        check_if_match(task_dict(row), if_match, resource_type="task", resource_id=task_id)
         before = _task_state(row)
         after = apply_patch(before, changes)
         after.setdefault("tags", [])
@@ -526,7 +606,7 @@ def update_task(
             if before.get(k) != after.get(k)
         }
         if not diff:
-            return _task_dict(row), False
+            return task_dict(row), False
         ts = now()
         completed_at = row["completed_at"]
         if "status" in diff:
@@ -552,13 +632,13 @@ def update_task(
             ),
         )
         _event(c, task_id, "updated", diff, ts)
-        return _task_dict(_task_row(c, task_id)), True
+        return task_dict(_task_row(c, task_id)), True
 
 
 def delete_task(db: DB, task_id: str, if_match: str | None = None) -> dict[str, int]:
     with db.tx() as c:
         row = _task_row(c, task_id)
-        check_if_match(_task_dict(row), if_match, resource_type="task", resource_id=task_id)
+        check_if_match(task_dict(row), if_match, resource_type="task", resource_id=task_id)
         n_notes = c.execute("SELECT COUNT(*) FROM notes WHERE task_id = ?", (task_id,)).fetchone()[0]
         n_links = c.execute("SELECT COUNT(*) FROM links WHERE from_task_id = ? OR to_task_id = ?", (task_id, task_id)).fetchone()[
             0

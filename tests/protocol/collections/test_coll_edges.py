@@ -113,9 +113,16 @@ def test_async_backend_is_awaited() -> None:
     assert data["items"] == [{"a": 1}] and data["pageInfo"]["totalCount"] == 1
 
 
-def test_backend_must_return_query_result() -> None:
+def test_backend_returns_query_result_or_declines_with_records() -> None:
     class Backend:
-        def execute_query(self, q: Any) -> Any:
-            return [{"a": 1}]
+        def __init__(self, answer: Any) -> None:
+            self.answer = answer
 
-    err(one_op(Collection(fields=["a"]), Backend()).list(), "INTERNAL_ERROR")
+        def execute_query(self, q: Any) -> Any:
+            return self.answer
+
+    # records instead of a QueryResult: the backend declined, the shared layer answers in Python
+    declined = ok(one_op(Collection(fields=["a"], filterable=["a"]), Backend([{"a": 1}, {"a": 2}])).list(filter={"a": 2}))
+    assert declined["items"] == [{"a": 2}] and declined["pageInfo"]["totalCount"] == 1
+    for bad in ({"a": 1}, 42):
+        err(one_op(Collection(fields=["a"]), Backend(bad)).list(), "INTERNAL_ERROR")

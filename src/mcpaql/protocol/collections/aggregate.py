@@ -120,7 +120,7 @@ def _field(path: str, fn: str, arg: Any, allowed: Sequence[str], kind: str) -> N
         )
 
 
-def _group_key(v: Any) -> str:
+def group_key(v: Any) -> str:
     """Groups are keyed by their JSON object key (values that render alike share a group)."""
     if v.__class__ is str:
         return v
@@ -181,7 +181,7 @@ class Aggregator:
 
             def update_fast(state: dict[Any, _Acc], rec: dict[str, Any]) -> None:
                 g = rec.get(gb) if gb else None
-                k = g if g.__class__ is str else _group_key(g)
+                k = g if g.__class__ is str else group_key(g)
                 acc = state.get(k)
                 if acc is None:
                     acc = state[k] = _Acc(g)
@@ -195,7 +195,7 @@ class Aggregator:
 
         def update(state: dict[Any, _Acc], rec: dict[str, Any]) -> None:
             g = get(rec, gb) if gb else None
-            k = _group_key(g)
+            k = group_key(g)
             acc = state.get(k)
             if acc is None:
                 acc = state[k] = _Acc(g)
@@ -233,13 +233,41 @@ class Aggregator:
         return self
 
     def result(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for e, state in zip(self.exprs, self._states, strict=True):
-            if e.group_by is None:
-                out[e.label] = _values(e, state.get("null") or _Acc())
+        return {e.label: summarize(e, state) for e, state in zip(self.exprs, self._states, strict=True)}
+
+
+def summarize(e: AggregateExpr, state: Mapping[str, _Acc]) -> Any:
+    """The result of one expression from its per-group accumulators (keyed by :func:`group_key`):
+    shared by the streaming :class:`Aggregator` and pushdown backends (e.g. SQL ``GROUP BY``)
+    so both answer in the same shape and group order."""
+    if e.group_by is None:
+        return _values(e, state.get("null") or _Acc())
+    return {k: _values(e, acc) for k, acc in sorted(state.items(), key=_group_order)}
+
+
+def accumulate(
+    state: dict[str, _Acc], raw: Any, count: int, total: float, n: int, low: Any = MISSING, high: Any = MISSING
+) -> None:
+    """Fold one partial group (``raw`` group value; ``count`` records; ``total``/``n`` of the
+    numeric values; ``low``/``high`` the smallest/largest value, or MISSING) into ``state``.
+    Partial groups whose values share a :func:`group_key` merge, as they would when streamed."""
+    k = group_key(raw)
+    acc = state.get(k)
+    if acc is None:
+        acc = state[k] = _Acc(raw)
+    acc.count += count
+    acc.total += total
+    acc.n += n
+    for v, is_min in ((low, True), (high, False)):
+        if v is MISSING or v is None:
+            continue
+        ok = order_key(v)
+        cur = acc.min if is_min else acc.max
+        if cur is MISSING or (ok < cur[0] if is_min else ok > cur[0]):
+            if is_min:
+                acc.min = (ok, plain(v))
             else:
-                out[e.label] = {k: _values(e, acc) for k, acc in sorted(state.items(), key=_group_order)}
-        return out
+                acc.max = (ok, plain(v))
 
 
 def _value(fn: str, acc: _Acc) -> Any:
@@ -270,4 +298,14 @@ def aggregate(
     return Aggregator(exprs, value_of or get_path).feed(records).result()
 
 
-__all__ = ["FUNCTIONS", "AggregateExpr", "AggregationSupport", "Aggregator", "aggregate", "parse_aggregate"]
+__all__ = [
+    "FUNCTIONS",
+    "AggregateExpr",
+    "AggregationSupport",
+    "Aggregator",
+    "accumulate",
+    "aggregate",
+    "group_key",
+    "parse_aggregate",
+    "summarize",
+]

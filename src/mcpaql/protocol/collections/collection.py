@@ -13,7 +13,6 @@ SQL); the shaping happens after it. Nothing here touches I/O or global state.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -47,7 +46,6 @@ from .pagination import (
     offset_info,
     page_info,
     parse_page,
-    window,
 )
 from .query import (
     OPERATORS,
@@ -60,8 +58,8 @@ from .query import (
     parse_filter,
     parse_sort,
     parse_text,
-    sort_key_fn,
 )
+from .streaming import Desc, directional, natural_page, sorted_page
 
 CTX_KEY = "_mcpaql_ctx"
 MODES = ("list", "search", "item")
@@ -138,12 +136,22 @@ class QueryResult:
     has_previous: bool = False
     total_count: int | None = None
     aggregations: dict[str, Any] | None = None
+    keys: Sequence[list[Any]] | None = None
+    """Optional cursor keyset per item (JSON values, as many as the query's cursors carry):
+    for a backend whose default order is not a client sort, e.g. SQL ``ORDER BY`` expressions
+    plus ``rowid``, so that its cursors are keyset positions too. Without it, cursors carry
+    the sort values and the key field read from the items (or the item's offset)."""
 
 
 @runtime_checkable
 class QueryBackend(Protocol):
     """Return one of these from a collection handler to take the whole query (filter, sort,
-    page window, projection hints, aggregates) instead of handing over every record."""
+    page window, projection hints, aggregates) instead of handing over every record.
+
+    ``execute_query`` returns a :class:`QueryResult` (or an awaitable of one); a backend that
+    cannot express a particular query (an operand its query language cannot compare exactly)
+    returns an iterable of records instead, and the shared layer answers it in Python with
+    the same semantics, streaming."""
 
     def execute_query(self, query: CollectionQuery) -> Any:  # QueryResult | Awaitable[QueryResult]
         ...
@@ -553,6 +561,11 @@ class CollectionRuntime:
             return self._projector(q)(rec)
         if isinstance(result, QueryBackend):
             return await self._pushdown(result, q, ctx)
+        return self._in_memory(result, q, ctx)
+
+    def _in_memory(self, result: Any, q: CollectionQuery, ctx: Context) -> dict[str, Any]:
+        """Query, page and aggregate the records in one streaming pass: memory is O(page)
+        for pages (:mod:`.streaming`) and O(groups) for aggregations, whatever the count."""
         if result is None:
             result = ()
         if isinstance(result, Mapping) or not isinstance(result, Iterable):
@@ -568,95 +581,92 @@ class CollectionRuntime:
             stream = filter(pred, stream)
         if q.aggregate and not q.include_items:
             return {"aggregations": Aggregator(q.aggregate, value_of).feed(stream).result()}
-        rows = list(stream)
-        data: dict[str, Any] = {}
-        if q.aggregate:
-            data["aggregations"] = Aggregator(q.aggregate, value_of).feed(rows).result()
+        aggregator = Aggregator(q.aggregate, value_of) if q.aggregate else None
+        if aggregator is not None:
+            stream = _tap(stream, aggregator.add)
         assert q.page is not None
         page = q.page
+        fields = [k.field for k in q.sort]
+        key = self.key
         if q.sort:
-            decorated, keys, to_key = self._sorted(rows, q.sort, value_of)
+            win = sorted_page(stream, page, *self._sort_keys(q.sort, value_of))
+
+            def wire(i: int, rec: dict[str, Any]) -> list[Any]:
+                tie = value_of(rec, key) if key is not None else i
+                return [*(_plain(value_of(rec, f)) for f in fields), _plain(tie)]
         else:
-            decorated, keys, to_key = self._natural(rows, value_of)
-        w = window(keys, page, to_key)
-        chosen = decorated[w.start : w.end]
+            anchor = page.after if not page.backward else page.before
+            if anchor is not None:
+                pos = anchor[1]
+                if not isinstance(pos, int) or isinstance(pos, bool):
+                    raise invalid_cursor("before" if page.backward else "after", "malformed")
+            ident_of = (lambda rec: _plain(value_of(rec, key))) if key is not None else None
+            win = natural_page(stream, page, ident_of, (anchor[0], anchor[1]) if anchor is not None else None)
+
+            def wire(i: int, rec: dict[str, Any]) -> list[Any]:
+                return [_plain(value_of(rec, key)) if key is not None else None, i]
+
+        data: dict[str, Any] = {}
+        if aggregator is not None:
+            data["aggregations"] = aggregator.result()
         project = self._projector(q, value_of)
-        items = [project(rec) for _, rec in chosen]
-        total = len(rows) if q.want_total else None
+        items = [project(rec) for _, rec in win.chosen]
+        total = win.total if q.want_total else None
         if page.style == "offset":
             data["items"] = items
-            data["pagination"] = offset_info(page, len(items), w.has_next, total)
+            data["pagination"] = offset_info(page, len(items), win.has_next, total)
             return data
         codec = codec_for(ctx)
         signature = self.sort_signature(q.sort)
 
-        def cursor(wire: list[Any]) -> str:
-            return codec.encode({"o": self.operation, "s": signature, "k": wire})
+        def cursor(i: int, rec: dict[str, Any]) -> str:
+            return codec.encode({"o": self.operation, "s": signature, "k": wire(i, rec)})
 
-        start = cursor(chosen[0][0]) if chosen else None
-        end = cursor(chosen[-1][0]) if chosen else None
+        start = cursor(*win.chosen[0]) if win.chosen else None
+        end = cursor(*win.chosen[-1]) if win.chosen else None
         data["items"] = items
-        data["pageInfo"] = page_info(w.has_next, w.has_previous, start, end, total)
+        data["pageInfo"] = page_info(win.has_next, win.has_previous, start, end, total)
         return data
 
-    def _sorted(
-        self, rows: list[dict[str, Any]], sort: Sequence[SortKey], value_of: Callable[[dict[str, Any], str], Any]
-    ) -> tuple[list[tuple[list[Any], dict[str, Any]]], list[Any], Callable[[list[Any], bool], Any]]:
-        """Stable multi-key sort. Every record's key is its sort values, its tie-breaker (the
+    def _sort_keys(
+        self, sort: Sequence[SortKey], value_of: Callable[[dict[str, Any], str], Any]
+    ) -> tuple[Callable[[int, dict[str, Any]], tuple[Any, ...]], Callable[[list[Any], bool], tuple[Any, ...]]]:
+        """Stable multi-key order. Every record's key is its sort values, its tie-breaker (the
         key field, else its position) and finally its position; a cursor carries the sort
         values and the tie-breaker and stands just after (``after``) or just before
         (``before``) the record it was issued for."""
         fields = [k.field for k in sort]
         key = self.key
-        decorated: list[tuple[tuple[Any, ...], list[Any], dict[str, Any]]] = []
-        for i, rec in enumerate(rows):
-            vals = [value_of(rec, f) for f in fields]
-            tie = value_of(rec, key) if key is not None else i
-            decorated.append(((*map(order_key, vals), order_key(tie), (0, i)), [*map(_plain, vals), _plain(tie)], rec))
-        directions = [k.descending for k in sort] + [False, False]
-        if any(directions):
-            cmp_key = sort_key_fn(directions)
-            decorated.sort(key=lambda t: cmp_key(t[0]))
-            keys: list[Any] = [cmp_key(t[0]) for t in decorated]
+        wrap = directional([k.descending for k in sort])
+        simple = all("." not in f and not f.startswith("_") for f in (*fields, key or ""))
+
+        if simple and len(fields) == 1 and key is not None:  # the common case, kept lean
+            f0 = fields[0]
+            if not sort[0].descending:
+
+                def key_of(i: int, rec: dict[str, Any]) -> tuple[Any, ...]:
+                    # order_key inlined for plain strings and numbers (a million calls saved per million rows)
+                    v = rec.get(f0, MISSING)
+                    c = v.__class__
+                    k = (1, v) if c is str else (0, v) if c is int or c is float else order_key(v)
+                    t = rec.get(key, MISSING)
+                    c = t.__class__
+                    return (k, (1, t) if c is str else (0, t) if c is int or c is float else order_key(t), (0, i))
+            else:
+
+                def key_of(i: int, rec: dict[str, Any]) -> tuple[Any, ...]:
+                    return (Desc(order_key(rec.get(f0, MISSING))), order_key(rec.get(key, MISSING)), (0, i))
         else:
-            cmp_key = None
-            decorated.sort(key=lambda t: t[0])
-            keys = [t[0] for t in decorated]
 
-        def to_key(wire: list[Any], after: bool) -> Any:
-            comps = (*map(order_key, wire), (0, float("inf") if after else float("-inf")))
-            return cmp_key(comps) if cmp_key is not None else comps
+            def key_of(i: int, rec: dict[str, Any]) -> tuple[Any, ...]:
+                vals = [order_key(value_of(rec, f)) for f in fields]
+                tie = order_key(value_of(rec, key)) if key is not None else (0, i)
+                return wrap((*vals, tie, (0, i)))
 
-        return [(wire, rec) for _, wire, rec in decorated], keys, to_key
+        def bound_of(wire: list[Any], after: bool) -> tuple[Any, ...]:
+            return wrap((*map(order_key, wire), (0, float("inf") if after else float("-inf"))))
 
-    def _natural(
-        self, rows: list[dict[str, Any]], value_of: Callable[[dict[str, Any], str], Any]
-    ) -> tuple[list[tuple[list[Any], dict[str, Any]]], list[Any], Callable[[list[Any], bool], Any]]:
-        """No sort requested: keep the handler's order (its default ordering). A cursor carries
-        the record's key and position; the key is looked up again, so inserting or removing
-        other records does not shift the page."""
-        key = self.key
-        decorated: list[tuple[list[Any], dict[str, Any]]] = [
-            ([_plain(value_of(rec, key)) if key is not None else None, i], rec) for i, rec in enumerate(rows)
-        ]
-        index: dict[Any, int] | None = None
-
-        def to_key(wire: list[Any], after: bool) -> Any:
-            nonlocal index
-            ident, pos = wire
-            if not isinstance(pos, int) or isinstance(pos, bool):
-                raise invalid_cursor("after" if after else "before", "malformed")
-            if key is not None and ident is not None:
-                if index is None:
-                    index = {}
-                    for w_, _ in decorated:
-                        with contextlib.suppress(TypeError):
-                            index.setdefault(w_[0], w_[1])
-                with contextlib.suppress(TypeError):
-                    pos = index.get(ident, pos)
-            return pos
-
-        return decorated, list(range(len(rows))), to_key
+        return key_of, bound_of
 
     def _projector(
         self, q: CollectionQuery, value_of: Callable[[dict[str, Any], str], Any] | None = None
@@ -672,7 +682,9 @@ class CollectionRuntime:
         if inspect.isawaitable(r):
             r = await r
         if not isinstance(r, QueryResult):
-            raise internal_error("a query backend returned an unsupported value")
+            if isinstance(r, Mapping) or not isinstance(r, Iterable):
+                raise internal_error("a query backend returned an unsupported value")
+            return self._in_memory(r, q, ctx)  # the backend declined: records, answered here
         data: dict[str, Any] = {}
         if q.aggregate:
             if r.aggregations is None:
@@ -694,7 +706,13 @@ class CollectionRuntime:
         base = q.page.offset
         codec = codec_for(ctx)
 
+        keys = r.keys
+        if keys is not None and (len(keys) != len(records) or any(len(k) != (len(fields) + 1 if fields else 2) for k in keys)):
+            raise internal_error("the query backend returned cursor keys that do not fit its items")
+
         def cursor(i: int, rec: dict[str, Any]) -> str:
+            if keys is not None:
+                return codec.encode({"o": self.operation, "s": signature, "k": list(keys[i])})
             raw = [value_of(rec, f) for f in fields] + [value_of(rec, self.key) if self.key else base + i]
             return codec.encode({"o": self.operation, "s": signature, "k": [_plain(v) for v in raw]})
 
@@ -707,6 +725,13 @@ class CollectionRuntime:
 
 def _plain(v: Any) -> Any:
     return None if v is MISSING else plain(v)
+
+
+def _tap(stream: Iterable[dict[str, Any]], see: Callable[[dict[str, Any]], None]) -> Iterable[dict[str, Any]]:
+    """Pass records through, showing each to ``see`` (aggregation alongside the page)."""
+    for rec in stream:
+        see(rec)
+        yield rec
 
 
 # ---- wrapping an operation -----------------------------------------------------------------

@@ -260,6 +260,11 @@ def parse_sort(sort: Any, order: Any, sortable: Sequence[str]) -> list[SortKey]:
 
 def order_key(value: Any) -> tuple[Any, ...]:
     """Total order over JSON-ish values: numbers < strings < other; missing/null last (asc)."""
+    cls = value.__class__
+    if cls is str:  # the hot path of every sorted page: plain values need no conversion
+        return (1, value)
+    if cls is int or cls is float:
+        return (0, value)
     if value is MISSING or value is None:
         return (3,)
     v = plain(value)
