@@ -74,6 +74,10 @@ class Config:
     open_world: bool | None = None
     # Categories this server lets through, in every mode (MODES §5.3, OVW "Single Mode").
     allow: frozenset[str] = frozenset({"CREATE", "READ", "UPDATE", "DELETE", "EXECUTE"})
+    # Advertise each tool's outputSchema (the response envelope) in tools/list. Off by default:
+    # it costs tokens in every conversation and tells the model nothing the description does not
+    # (docs/protocol.md has the figures); structuredContent is sent either way.
+    output_schema: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -171,6 +175,8 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
         out["bare_names"] = _truthy(env["MCPAQL_BARE_NAMES"])
     if env.get("MCPAQL_ALLOW"):
         out["allow"] = env["MCPAQL_ALLOW"]
+    if env.get("MCPAQL_OUTPUT_SCHEMA"):
+        out["output_schema"] = _truthy(env["MCPAQL_OUTPUT_SCHEMA"])
     if env.get("MCPAQL_ENUMERATE_OPERATIONS"):
         out["enumerate_operations"] = _truthy(env["MCPAQL_ENUMERATE_OPERATIONS"])
     return out

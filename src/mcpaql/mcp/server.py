@@ -19,13 +19,16 @@ import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 from ..protocol.dispatch import Engine
 from ..protocol.envelope import failure
 from ..protocol.errors import internal_error
 from ..protocol.session import Session
-from ..protocol.surface import ToolDef
+from .listing import cache_hints, listing
+from .listing import to_mcp_tool as to_mcp_tool  # re-exported: tests and the conformance servers use it here
 from .progress import progress_sink
+from .results import tool_result
 from .sdk_private import request_connection
 from .sessions import SessionBinder
 
@@ -35,28 +38,6 @@ INSTRUCTIONS = (
     'Call any of these tools with {"operation": "introspect", "params": {"query": "operations"}} '
     "to discover the available operations and their parameters."
 )
-
-
-def to_mcp_tool(tool: ToolDef) -> types.Tool:
-    a = tool.annotations
-    return types.Tool(
-        name=tool.name,
-        # No top-level title: clients fall back to annotations.title (MCP display precedence),
-        # which seed 003 requires anyway; sending both costs tokens in every conversation.
-        description=tool.description,
-        input_schema=tool.input_schema,
-        annotations=types.ToolAnnotations(
-            title=a.get("title"),
-            read_only_hint=a.get("readOnlyHint"),
-            destructive_hint=a.get("destructiveHint"),
-            idempotent_hint=a.get("idempotentHint"),
-            open_world_hint=a.get("openWorldHint"),
-        ),
-    )
-
-
-def _result(text: str, is_error: bool) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
 
 
 @runtime_checkable
@@ -94,15 +75,26 @@ def build_server(
     registry = engine.registry
     surface: dict[str, Any] = {}
 
-    def tools_of(e: Engine) -> tuple[list[types.Tool], dict[str, Mapping[str, Any]]]:
-        if surface.get("engine") is not e:  # converted once per engine, not per request
-            surface.update(engine=e, tools=[to_mcp_tool(t) for t in e.tools], schemas={t.name: t.input_schema for t in e.tools})
-        return surface["tools"], surface["schemas"]
+    def tools_of(e: Engine) -> tuple[types.ListToolsResult, dict[str, Mapping[str, Any]]]:
+        if surface.get("engine") is not e:  # built once per engine, not per request: a stable listing
+            surface.update(
+                engine=e,
+                listing=listing(e, output_schema=e.config.output_schema),
+                schemas={t.name: t.input_schema for t in e.tools},
+            )
+        return surface["listing"], surface["schemas"]
 
     binder = SessionBinder(engine, transport=transport, pinned=session, identify=identify)
     listeners: weakref.WeakSet[Any] = weakref.WeakSet()
+    # 2026-07-28 clients hear of changes only on a subscriptions/listen stream (no standing
+    # connection to notify); handshake-era clients get notifications/tools/list_changed.
+    bus = InMemorySubscriptionBus()
 
     async def notify_changed(_new: Engine) -> None:
+        try:
+            await bus.publish(ToolsListChanged())
+        except Exception:
+            log.debug("could not publish tools/list_changed to listen streams", exc_info=True)
         for peer in list(listeners):
             try:
                 await peer.send_tool_list_changed()
@@ -123,7 +115,7 @@ def build_server(
 
     async def on_list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         remember(ctx)
-        return types.ListToolsResult(tools=tools_of(current_engine(source))[0])
+        return tools_of(current_engine(source))[0]
 
     async def on_call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         owned: Session | None = None
@@ -136,11 +128,11 @@ def build_server(
             call_ctx = engine.context(session, progress_sink=progress_sink(ctx, params))
             envelope = await engine.call_tool(params.name, params.arguments, call_ctx)
             text, is_error = engine.render(envelope)
-            return _result(text, is_error)
+            return tool_result(text, is_error)
         except Exception:
             log.exception("tools/call %r failed unexpectedly", getattr(params, "name", None))
             text, is_error = engine.render(failure(internal_error()))
-            return _result(text, is_error)
+            return tool_result(text, is_error)
         finally:
             if owned is not None:
                 with anyio.CancelScope(shield=True):  # a cancelled call still runs its close hooks
@@ -152,7 +144,9 @@ def build_server(
         title=registry.display_name,
         description=registry.description,
         instructions=INSTRUCTIONS,
+        cache_hints=cache_hints(changes=isinstance(source, EngineHolder) and not isinstance(source, Engine)),
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_subscriptions_listen=ListenHandler(bus),
         get_tool_input_schema=lambda name: tools_of(current_engine(source))[1].get(name),
     )
