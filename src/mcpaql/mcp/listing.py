@@ -70,7 +70,9 @@ def listing_version(engine: Engine, tools: list[types.Tool]) -> str:
     return h.hexdigest()[:32]
 
 
-def listing(engine: Engine, *, output_schema: bool = False) -> types.ListToolsResult:
-    """The listing of ``engine`` (build once per engine and reuse: it never changes)."""
-    tools = [to_mcp_tool(t, output_schema=output_schema) for t in engine.tools]
+def listing(engine: Engine, *, output_schema: bool | None = None) -> types.ListToolsResult:
+    """The listing of ``engine`` (build once per engine and reuse: it never changes).
+    ``output_schema`` defaults to the engine's ``Config.output_schema``."""
+    with_schema = engine.config.output_schema if output_schema is None else output_schema
+    tools = [to_mcp_tool(t, output_schema=with_schema) for t in engine.tools]
     return types.ListToolsResult(tools=tools, _meta={LISTING_VERSION_KEY: listing_version(engine, tools)})

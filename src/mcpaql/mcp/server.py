@@ -79,7 +79,7 @@ def build_server(
         if surface.get("engine") is not e:  # built once per engine, not per request: a stable listing
             surface.update(
                 engine=e,
-                listing=listing(e, output_schema=e.config.output_schema),
+                listing=listing(e),
                 schemas={t.name: t.input_schema for t in e.tools},
             )
         return surface["listing"], surface["schemas"]
