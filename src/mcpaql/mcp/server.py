@@ -12,12 +12,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
@@ -31,6 +31,17 @@ from .progress import progress_sink
 from .results import tool_result
 from .sdk_private import request_connection
 from .sessions import SessionBinder
+from .tasks import (
+    TASKS_EXTENSION,
+    UpdateTaskRequestParams,
+    background_operations,
+    client_declares_tasks,
+    create_task_result,
+    requested_operation,
+    task_of,
+    tool_for,
+    unknown_task,
+)
 
 log = logging.getLogger("mcpaql.mcp.server")
 
@@ -117,28 +128,66 @@ def build_server(
         remember(ctx)
         return tools_of(current_engine(source))[0]
 
-    async def on_call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        owned: Session | None = None
+    @contextlib.asynccontextmanager
+    async def session_of(ctx: ServerRequestContext[Any]) -> AsyncIterator[Session]:
+        session, owned = binder.session_for(ctx)
+        try:
+            yield session
+        finally:
+            if owned:
+                with anyio.CancelScope(shield=True):  # a cancelled call still runs its close hooks
+                    await session.close()
+
+    async def on_call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> HandlerResult:
         engine = current_engine(source)
         try:
             remember(ctx)
-            session, is_owned = binder.session_for(ctx)
-            if is_owned:
-                owned = session
-            call_ctx = engine.context(session, progress_sink=progress_sink(ctx, params))
-            envelope = await engine.call_tool(params.name, params.arguments, call_ctx)
+            async with session_of(ctx) as session:
+                call_ctx = engine.context(session, progress_sink=progress_sink(ctx, params))
+                envelope = await engine.call_tool(params.name, params.arguments, call_ctx)
+            if requested_operation(params.arguments) in background_operations(engine) and client_declares_tasks(ctx):
+                task = create_task_result(engine, envelope)
+                if task is not None:  # started: hand the client a task to poll instead of the state envelope
+                    return task
             text, is_error = engine.render(envelope)
             return tool_result(text, is_error)
         except Exception:
             log.exception("tools/call %r failed unexpectedly", getattr(params, "name", None))
             text, is_error = engine.render(failure(internal_error()))
             return tool_result(text, is_error)
-        finally:
-            if owned is not None:
-                with anyio.CancelScope(shield=True):  # a cancelled call still runs its close hooks
-                    await owned.close()
 
-    return Server(
+    async def execution_state(
+        ctx: ServerRequestContext[Any], task_id: str, operation: str = "get_execution_state"
+    ) -> dict[str, Any]:
+        """Run a generated execution operation for ``task_id`` as the caller; the envelope."""
+        engine = current_engine(source)
+        tool = tool_for(engine, operation)
+        if tool is None:
+            raise unknown_task(task_id)
+        async with session_of(ctx) as session:
+            return await engine.call_tool(
+                tool, {"operation": operation, "params": {"execution_id": task_id}}, engine.context(session)
+            )
+
+    async def known_state(ctx: ServerRequestContext[Any], task_id: str) -> dict[str, Any]:
+        envelope = await execution_state(ctx, task_id)
+        if envelope.get("success") is not True or not isinstance(envelope.get("data"), dict):
+            raise unknown_task(task_id)
+        return dict(envelope["data"])
+
+    async def on_task_get(ctx: ServerRequestContext[Any], params: types.GetTaskRequestParams) -> HandlerResult:
+        return task_of(current_engine(source), await known_state(ctx, params.task_id))
+
+    async def on_task_cancel(ctx: ServerRequestContext[Any], params: types.CancelTaskRequestParams) -> HandlerResult:
+        await known_state(ctx, params.task_id)
+        await execution_state(ctx, params.task_id, "cancel_execution")  # cooperative: a finished task stays finished
+        return {}
+
+    async def on_task_update(ctx: ServerRequestContext[Any], params: UpdateTaskRequestParams) -> HandlerResult:
+        await known_state(ctx, params.task_id)  # nothing is ever outstanding: acknowledge and ignore
+        return {}
+
+    server: Server[Any] = Server(
         registry.adapter,
         version=registry.version,
         title=registry.display_name,
@@ -146,7 +195,15 @@ def build_server(
         instructions=INSTRUCTIONS,
         cache_hints=cache_hints(changes=isinstance(source, EngineHolder) and not isinstance(source, Engine)),
         on_list_tools=on_list_tools,
-        on_call_tool=on_call_tool,
         on_subscriptions_listen=ListenHandler(bus),
         get_tool_input_schema=lambda name: tools_of(current_engine(source))[1].get(name),
     )
+    # Registered here rather than as on_call_tool=: a call may answer with a task handle (a
+    # result shape of the Tasks extension), which the constructor's signature does not admit.
+    server.add_request_handler("tools/call", types.CallToolRequestParams, on_call_tool)
+    if background_operations(engine):
+        server.extensions[TASKS_EXTENSION] = {}
+        server.add_request_handler("tasks/get", types.GetTaskRequestParams, on_task_get)
+        server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, on_task_cancel)
+        server.add_request_handler("tasks/update", UpdateTaskRequestParams, on_task_update)
+    return server
