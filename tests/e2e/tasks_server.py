@@ -9,16 +9,13 @@ task while it is still working, then see it complete; ``bad_job`` fails with a d
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
-import threading
 from typing import Any
 
 import anyio
+from e2e_support import serve_main
 
 from mcpaql import Adapter, Config, Context, install_jobs
-from mcpaql.mcp import serve_http, serve_stdio
 from mcpaql.protocol.errors import MCPAQLError
 
 app = Adapter("tasks_app", display_name="Tasks", version="1.0.0")
@@ -61,20 +58,11 @@ def ping() -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("transport", choices=["stdio", "http"])
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--stateless", action="store_true")
-    p.add_argument("--exit-with-stdin", action="store_true")
-    a = p.parse_args(argv)
-    if a.exit_with_stdin:
-        threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
-    install_jobs(app, "sqlite://:memory:")
-    engine = app.engine(Config())
-    if a.transport == "stdio":
-        anyio.run(serve_stdio, engine)
-    else:
-        serve_http(engine, port=a.port, stateless=a.stateless)
+    def make_engine(mode: str | None) -> Any:
+        install_jobs(app, "sqlite://:memory:")
+        return app.engine(Config.load(mode=mode))
+
+    serve_main(make_engine, argv)
 
 
 if __name__ == "__main__":
