@@ -25,6 +25,8 @@ from ..protocol.dispatch import Engine
 from ..protocol.envelope import failure
 from ..protocol.errors import internal_error
 from ..protocol.session import Session
+from ..safety.verification import collecting_challenges
+from .elicit import PendingResults, elicit_now, input_required, is_modern, linked, supports_url_elicitation
 from .listing import cache_hints, listing
 from .listing import to_mcp_tool as to_mcp_tool  # re-exported: tests and the conformance servers use it here
 from .progress import progress_sink
@@ -96,6 +98,7 @@ def build_server(
         return surface["listing"], surface["schemas"]
 
     binder = SessionBinder(engine, transport=transport, pinned=session, identify=identify)
+    pending = PendingResults()
     listeners: weakref.WeakSet[Any] = weakref.WeakSet()
     # 2026-07-28 clients hear of changes only on a subscriptions/listen stream (no standing
     # connection to notify); handshake-era clients get notifications/tools/list_changed.
@@ -142,15 +145,25 @@ def build_server(
         engine = current_engine(source)
         try:
             remember(ctx)
-            async with session_of(ctx) as session:
-                call_ctx = engine.context(session, progress_sink=progress_sink(ctx, params))
-                envelope = await engine.call_tool(params.name, params.arguments, call_ctx)
+            held = pending.take(params.request_state)  # a 2026-07-28 retry after the approval link was shown
+            if held is not None:
+                return held  # type: ignore[no-any-return]
+            with collecting_challenges() as issued:
+                async with session_of(ctx) as session:
+                    call_ctx = engine.context(session, progress_sink=progress_sink(ctx, params))
+                    envelope = await engine.call_tool(params.name, params.arguments, call_ctx)
+            result: HandlerResult = None
             if requested_operation(params.arguments) in background_operations(engine) and client_declares_tasks(ctx):
-                task = create_task_result(engine, envelope)
-                if task is not None:  # started: hand the client a task to poll instead of the state envelope
-                    return task
-            text, is_error = engine.render(envelope)
-            return tool_result(text, is_error)
+                result = create_task_result(engine, envelope)  # started: a task to poll instead of the state envelope
+            if result is None:
+                text, is_error = engine.render(envelope)
+                result = tool_result(text, is_error)
+            links = linked(issued)
+            if links and supports_url_elicitation(ctx):  # the approval link to the client's human, not the model
+                if is_modern(ctx):
+                    return input_required(links, pending.hold(result))
+                await elicit_now(ctx, links)
+            return result
         except Exception:
             log.exception("tools/call %r failed unexpectedly", getattr(params, "name", None))
             text, is_error = engine.render(failure(internal_error()))
