@@ -94,8 +94,16 @@ def build_server(
                 engine=e,
                 listing=listing(e),
                 schemas={t.name: t.input_schema for t in e.tools},
+                background=background_operations(e),
             )
         return surface["listing"], surface["schemas"]
+
+    def runs_as_task(ctx: ServerRequestContext[Any], e: Engine, arguments: Any) -> bool:
+        """A background operation, called by a request that declared the Tasks extension."""
+        if not client_declares_tasks(ctx):
+            return False
+        tools_of(e)
+        return requested_operation(arguments) in surface["background"]
 
     binder = SessionBinder(engine, transport=transport, pinned=session, identify=identify)
     pending = PendingResults()
@@ -153,7 +161,7 @@ def build_server(
                     call_ctx = engine.context(session, progress_sink=progress_sink(ctx, params))
                     envelope = await engine.call_tool(params.name, params.arguments, call_ctx)
             result: HandlerResult = None
-            if requested_operation(params.arguments) in background_operations(engine) and client_declares_tasks(ctx):
+            if runs_as_task(ctx, engine, params.arguments):
                 result = create_task_result(engine, envelope)  # started: a task to poll instead of the state envelope
             if result is None:
                 text, is_error = engine.render(envelope)
