@@ -95,6 +95,10 @@ class Config:
     # unless ``first`` asks for another size (up to INTROSPECT_PAGE_MAX).
     listing_threshold: int = LISTING_THRESHOLD
     introspect_page_size: int = INTROSPECT_PAGE_SIZE
+    # Advertise each tool's outputSchema (the response envelope) in tools/list. Off by default:
+    # it costs tokens in every conversation and tells the model nothing the description does not
+    # (docs/protocol.md has the figures); structuredContent is sent either way.
+    output_schema: bool = False
 
     def __post_init__(self) -> None:
         for key, hi in (("listing_threshold", 1_000_000), ("introspect_page_size", INTROSPECT_PAGE_MAX)):
@@ -257,6 +261,8 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
         out["bare_names"] = _truthy(env["MCPAQL_BARE_NAMES"])
     if env.get("MCPAQL_ALLOW"):
         out["allow"] = env["MCPAQL_ALLOW"]
+    if env.get("MCPAQL_OUTPUT_SCHEMA"):
+        out["output_schema"] = _truthy(env["MCPAQL_OUTPUT_SCHEMA"])
     if env.get("MCPAQL_ENUMERATE_OPERATIONS"):
         out["enumerate_operations"] = _truthy(env["MCPAQL_ENUMERATE_OPERATIONS"])
     for key in ("listing_threshold", "introspect_page_size"):

@@ -11,18 +11,16 @@ file into ``$MCPAQL_TEST_MARKER_DIR`` (so a test can see that the session was dr
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import anyio
+from e2e_support import serve_main
 
 from mcpaql import Adapter, Config, Context
-from mcpaql.mcp import serve_http, serve_stdio
 
 app = Adapter("e2e_shop", display_name="Display", version="1.2.3")
 
@@ -113,20 +111,7 @@ def recall(ctx: Context) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("transport", choices=["stdio", "http"])
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--stateless", action="store_true")
-    p.add_argument("--mode", default=None)
-    p.add_argument("--exit-with-stdin", action="store_true", help="exit when stdin closes (the test runner died)")
-    a = p.parse_args(argv)
-    if a.exit_with_stdin:
-        threading.Thread(target=lambda: (sys.stdin.read(), os._exit(0)), daemon=True).start()
-    engine = app.engine(Config.load(mode=a.mode))
-    if a.transport == "stdio":
-        anyio.run(serve_stdio, engine)
-    else:
-        serve_http(engine, port=a.port, stateless=a.stateless)
+    serve_main(lambda mode: app.engine(Config.load(mode=mode)), argv)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 # - ``arg-type`` on progress_callback: the ProgressFnT Protocol names its parameters, but the
 #   dispatcher calls the callback positionally, ``fn(progress, total, message)``.
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
-Mode = Literal["legacy", "auto"]
+Mode = Literal["legacy", "auto", "2026-07-28"]  # "2026-07-28": adopt the modern era without a probe
 
 
 @dataclass(frozen=True)

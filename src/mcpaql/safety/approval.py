@@ -71,6 +71,7 @@ class ApprovalPage:
         self.app = Starlette(
             routes=[
                 Route("/", self.index, methods=["GET"]),
+                Route("/c/{challenge_id}", self.one, methods=["GET"]),
                 Route("/api/state", self.state, methods=["GET"]),
                 Route("/unblock", self.unblock, methods=["POST"]),
                 Route("/approve", self.approve, methods=["POST"]),
@@ -137,10 +138,27 @@ class ApprovalPage:
             return JSONResponse({"error": "forbidden"}, status_code=403)
         return JSONResponse(await self._data(), headers={"Cache-Control": "no-store"})
 
-    async def index(self, request: Request) -> Response:
+    async def one(self, request: Request) -> Response:
+        """One challenge's page: the link a client's human gets through URL-mode elicitation.
+
+        The link carries no key (MCP: a URL elicitation must not be pre-authenticated), so it
+        shows the challenge only to a browser that already holds the operator's key cookie;
+        anyone else, the agent included, gets the 403 below and no code."""
+        if not self._authorized(request):
+            return HTMLResponse(
+                "<h1>403</h1><p>Open the approval URL from the operator's owner-only file in this browser "
+                "once, then follow this link again.</p>",
+                status_code=403,
+                headers={"Cache-Control": "no-store"},
+            )
+        return await self.index(request, only=request.path_params.get("challenge_id"))
+
+    async def index(self, request: Request, only: str | None = None) -> Response:
         if not self._authorized(request):
             return self._deny()
         d = await self._data()
+        if only is not None:
+            d["challenges"] = [c for c in d["challenges"] if c["id"] == only]
         e = html.escape
         key = e(self.key)
         rows = (

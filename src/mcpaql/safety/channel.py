@@ -126,7 +126,9 @@ async def human_channel(safety: Safety, options: ChannelOptions, announce: Calla
         except OSError as e:
             raise ChannelError(f"cannot write the approval URL file {target}: {e.strerror or e}") from None
         announce(start_line(config, page_origin=page.origin + "/", url_file=target))
+        safety.challenges.link_origin = page.origin  # per-challenge links for URL-mode elicitation
         yield url
     finally:
+        safety.challenges.link_origin = None
         with anyio.CancelScope(shield=True):
             await page.stop()

@@ -21,13 +21,16 @@ from __future__ import annotations
 import abc
 import asyncio
 import base64
+import contextlib
 import logging
 import re
 import secrets
 import shutil
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from ..config import settings
@@ -54,6 +57,37 @@ def normalize_code(code: str) -> str:
 def public(record: dict[str, Any]) -> dict[str, Any]:
     """A challenge without its secret: the only form that may leave the safety layer."""
     return {k: v for k, v in record.items() if k not in _SECRET_KEYS}
+
+
+@dataclass(frozen=True)
+class IssuedChallenge:
+    """A challenge issued while one request was handled, as the MCP layer may show it to the
+    client's human: its id, what it is about, and the approval page's link for it (``None``
+    without a page). Never the code: the link opens a page that shows the code only to a
+    browser holding the operator's key."""
+
+    challenge_id: str
+    kind: str
+    action: str
+    link: str | None
+
+
+_ISSUED: ContextVar[list[IssuedChallenge] | None] = ContextVar("mcpaql_issued_challenges", default=None)
+
+
+@contextlib.contextmanager
+def collecting_challenges() -> Iterator[list[IssuedChallenge]]:
+    """Collect the challenges :meth:`Challenges.create` issues inside the block (one request).
+
+    Why: a client that supports URL-mode elicitation can put the approval link in front of its
+    human at the moment it matters (docs/protocol.md); the safety layer only says what it issued
+    and stays free of any transport."""
+    bucket: list[IssuedChallenge] = []
+    token = _ISSUED.set(bucket)
+    try:
+        yield bucket
+    finally:
+        _ISSUED.reset(token)
 
 
 class DisplayChannel(abc.ABC):
@@ -153,6 +187,13 @@ class Challenges:
         # Codes of the challenges this process issued, for its own approval page only: the store
         # never holds them, so a page in another process shows those challenges without a code.
         self._codes: dict[str, tuple[str, float]] = {}
+        # The origin of this process's approval page while it is open (set by safety.channel):
+        # each challenge then has a link of its own, ``{origin}/c/{id}``, that needs the page's key.
+        self.link_origin: str | None = None
+
+    def link(self, cid: str) -> str | None:
+        """The approval page's link for challenge ``cid`` (no key, no code in it), if a page is open."""
+        return f"{self.link_origin}/c/{cid}" if self.link_origin else None
 
     async def create(self, agent: str, kind: str, *, action: str = "", reason: str = "", **extra: Any) -> dict[str, Any]:
         """Create and display a challenge for identity ``agent``; return its public form (no code)."""
@@ -175,6 +216,9 @@ class Challenges:
         self._codes = {k: v for k, v in self._codes.items() if v[1] > now}
         self._codes[cid] = (code, now + self.ttl)
         await self.audit("CHALLENGE_ISSUED", challenge_id=cid, agent=agent, kind=kind, outcome="success")
+        bucket = _ISSUED.get()
+        if bucket is not None:
+            bucket.append(IssuedChallenge(cid, kind, rec["action"], self.link(cid)))
         shown = {**public(rec), "code": code}
         for ch in self.channels:
             try:
