@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .config import Config, ConfigError
+from .config import Config, ConfigError, read_secret_file, store_from_env
 
 app = typer.Typer(
     name="mcpaql",
@@ -74,6 +74,19 @@ AgentIdOpt = Annotated[
     typer.Option(help="Safety identity of this server's clients (blocks, pauses, tokens); default $MCPAQL_AGENT_ID or 'default'"),
 ]
 
+# Deployments of several processes (docs/deployment.md).
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(help="Shared store for every process: redis://host:port/db or sqlite:////abs.db (env MCPAQL_STORE)"),
+]
+SecretFileOpt = Annotated[
+    Path | None,
+    typer.Option(help="Deployment secret file (first line signs, later lines still verify; env MCPAQL_SECRET)"),
+]
+MaxSessionsOpt = Annotated[int, typer.Option(help="HTTP: most stateful sessions kept; at the cap the oldest idle one ends")]
+IdleTimeoutOpt = Annotated[float, typer.Option(help="HTTP: seconds an idle stateful session lives")]
+ShutdownGraceOpt = Annotated[float, typer.Option(help="HTTP: seconds SIGTERM waits for calls in flight")]
+
 SERVING_FLAGS: tuple[tuple[str, Any, Any], ...] = (
     ("mode", ModeOpt, None),
     ("transport", TransportOpt, "stdio"),
@@ -94,6 +107,11 @@ SERVING_FLAGS: tuple[tuple[str, Any, Any], ...] = (
     ("approval_port", ApprovalPortOpt, 0),
     ("approval_host", ApprovalHostOpt, "127.0.0.1"),
     ("approval_url_file", ApprovalUrlFileOpt, None),
+    ("store", StoreOpt, None),
+    ("secret_file", SecretFileOpt, None),
+    ("max_sessions", MaxSessionsOpt, 1000),
+    ("session_idle_timeout", IdleTimeoutOpt, 600.0),
+    ("shutdown_grace", ShutdownGraceOpt, 30.0),
 )
 
 
@@ -119,26 +137,67 @@ def _serve_options(
     approval_port: int,
     approval_host: str,
     approval_url_file: Path | None,
+    store: str | None,
+    secret_file: Path | None,
+    max_sessions: int,
+    session_idle_timeout: float,
+    shutdown_grace: float,
 ) -> Any:
     """The one place the serving flags become a ServeOptions (a bad value exits 2 with one line)."""
     from .mcp.transports import configure_logging
     from .safety.channel import ChannelOptions
-    from .serving import TRANSPORTS, ServeOptions
+    from .serving import TRANSPORTS
 
     cfg = _config(mode, prefix, tool_pattern, bare, config, enumerate_operations or None, allow)
     configure_logging(log_level)
     if transport not in TRANSPORTS:
         _fail("transport must be stdio or http")
-    return ServeOptions(
+    safety_cfg = _safety_config(safety, trust, safety_loop, agent_id)
+    store = store or store_from_env()
+    if store and safety_cfg is not None:
+        safety_cfg = dataclasses.replace(safety_cfg, store=store)
+    cfg = _with_secret(cfg, secret_file, store or (safety_cfg.store if safety_cfg is not None else None))
+    return _options(
         config=cfg,
-        safety=_safety_config(safety, trust, safety_loop, agent_id),
+        safety=safety_cfg,
         transport=transport,
         host=host,
         port=port,
         stateless=stateless,
         log_level=log_level,
         channel=ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file),
+        store=store,
+        max_sessions=max_sessions,
+        session_idle_timeout=session_idle_timeout,
+        shutdown_grace=shutdown_grace,
     )
+
+
+def _options(**fields: Any) -> Any:
+    """A ServeOptions, or one line and exit status 2 for a value it refuses."""
+    from .serving import ServeOptions
+
+    try:
+        return ServeOptions(**fields)
+    except ValueError as e:
+        _fail(str(e))
+
+
+def _with_secret(cfg: Config, secret_file: Path | None, store: str | None) -> Config:
+    """The deployment secret, so every process of a deployment signs and accepts the same
+    cursors: ``--secret-file``, else ``MCPAQL_SECRET`` (already in ``cfg``), else the one kept in
+    an explicitly configured store (created there by the first process), else none (random per
+    process). A secret that cannot be had is one line and exit status 2; it is never printed."""
+    from .store.secret import secret_from_store
+
+    try:
+        if secret_file is not None:
+            return cfg.with_(secret_keys=read_secret_file(secret_file))
+        if cfg.secret_keys or not store:
+            return cfg
+        return cfg.with_(secret_keys=anyio.run(secret_from_store, store))
+    except (ConfigError, ConnectionError, ValueError) as e:
+        _fail(str(e))
 
 
 def serving_command(*, log_level: int = logging.WARNING, **settings: Any) -> Callable[[Callable[..., None]], Any]:
@@ -237,7 +296,7 @@ def serve(
     except (TargetError, ConfigError, ValueError) as e:
         _fail(str(e))
         return
-    _serve(engine, options, safety=installed[0] if installed and installed[0].loop is not None else None)
+    _serve(engine, options, safety=installed[0] if installed else None)
 
 
 def _safety_settings(
@@ -853,11 +912,13 @@ def guard(
     approval_port: ApprovalPortOpt = 0,
     approval_host: ApprovalHostOpt = "127.0.0.1",
     approval_url_file: ApprovalUrlFileOpt = None,
+    max_sessions: MaxSessionsOpt = 1000,
+    session_idle_timeout: IdleTimeoutOpt = 600.0,
+    shutdown_grace: ShutdownGraceOpt = 30.0,
 ) -> None:
     """The execution safety loop as its own MCP server (the "safety dongle")."""
     from .safety.channel import ChannelError, ChannelOptions
     from .safety.guard import guard_config, run_guard
-    from .serving import ServeOptions
 
     try:
         config = guard_config(
@@ -872,13 +933,9 @@ def guard(
     except (OSError, TypeError, ValueError) as e:
         _fail(f"invalid guard settings: {e}")
         return
-    options = ServeOptions(
-        transport=transport,
-        host=host,
-        port=port,
-        stateless=stateless,
-        channel=ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file),
-    )
+    channel = ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file)
+    bounds = {"max_sessions": max_sessions, "session_idle_timeout": session_idle_timeout, "shutdown_grace": shutdown_grace}
+    options = _options(transport=transport, host=host, port=port, stateless=stateless, channel=channel, **bounds)
     try:
         run_guard(config, options)
     except ChannelError as e:

@@ -57,10 +57,26 @@ class ServeOptions:
     path: str = "/mcp"
     log_level: int = logging.WARNING
     channel: ChannelOptions = field(default_factory=_default_channel)
+    # HTTP deployments (docs/deployment.md): the shared store (readiness probe; the CLI also
+    # takes the deployment secret and the safety store from it), stateful session bounds, and
+    # how long a SIGTERM waits for calls in flight.
+    store: str | None = None
+    max_sessions: int = 1000
+    session_idle_timeout: float = 600.0
+    shutdown_grace: float = 30.0
+    # Who may open a stateful HTTP session (auth: authenticated callers only); see
+    # mcpaql.mcp.sessions.SessionLimits.admit. None: anyone who reaches the endpoint.
+    admit_session: Callable[[Any], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.transport not in TRANSPORTS:
             raise ValueError("transport must be stdio or http")
+        if not (isinstance(self.max_sessions, int) and self.max_sessions >= 1):
+            raise ValueError("--max-sessions must be a whole number >= 1")
+        if not (0 < self.session_idle_timeout < float("inf")):
+            raise ValueError("--session-idle-timeout must be a number of seconds > 0")
+        if not (0 <= self.shutdown_grace < float("inf")):
+            raise ValueError("--shutdown-grace must be a number of seconds >= 0")
 
 
 def announce(line: str) -> None:
@@ -94,7 +110,9 @@ async def serve_async(
     Raises :class:`~mcpaql.safety.channel.ChannelError` for a channel that cannot work and
     ``ConnectionError``/``ValueError`` for a source that cannot open.
     """
+    from .mcp.health import Readiness
     from .mcp.server import current_engine
+    from .mcp.sessions import SessionLimits
     from .mcp.transports import configure_logging, serve_http_async, serve_stdio
 
     configure_logging(options.log_level)
@@ -115,7 +133,35 @@ async def serve_async(
             f"serving {name + ' ' if name else ''}on http://{options.host}:{options.port}{options.path}"
             + (" (stateless)" if options.stateless else "")
         )
-        await serve_http_async(holder, host=options.host, port=options.port, stateless=options.stateless, path=options.path)
+        await serve_http_async(
+            holder,
+            host=options.host,
+            port=options.port,
+            stateless=options.stateless,
+            path=options.path,
+            sessions=SessionLimits(options.max_sessions, options.session_idle_timeout, options.admit_session),
+            readiness=Readiness(await stack.enter_async_context(_probes(served, options.store))),
+            shutdown_grace=options.shutdown_grace,
+        )
+
+
+@contextlib.asynccontextmanager
+async def _probes(served: Safety | None, store_url: str | None) -> AsyncIterator[dict[str, Any]]:
+    """Readiness probes: the store the served safety layer uses, else the configured store
+    (opened here for the probe alone)."""
+    from .store.base import Store, open_store
+
+    async def alive(store: Store) -> bool:
+        await store.get("health", "probe")
+        return True
+
+    if served is not None:
+        yield {"store": lambda: alive(served.store)}
+    elif store_url:
+        async with open_store(store_url) as store:
+            yield {"store": lambda: alive(store)}
+    else:
+        yield {}
 
 
 def serve(source: Source, options: ServeOptions | None = None, **kw: Any) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -18,16 +19,21 @@ import anyio
 from mcp.server.lowlevel import NotificationOptions
 from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 
 from ..protocol.dispatch import Engine
 from ..protocol.extension import Lifespan, combine_lifespans
 from .framing import Utf8Guard, line_limit
+from .health import Readiness, health_routes
+from .sdk_private import http_session_manager
 from .server import EngineHolder, build_server, current_engine
+from .sessions import SessionGate, SessionLimits
 from .stdio_pipes import claimed_stdio, drained_streams
 
 log = logging.getLogger("mcpaql.mcp.transports")
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+DEFAULT_SHUTDOWN_GRACE = 30.0  # seconds a SIGTERM waits for calls in flight
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"  # ours and uvicorn's: one format on stderr
 
 
@@ -96,20 +102,37 @@ def run_stdio(engine: Engine) -> None:
     run_served(serve_stdio, engine)
 
 
-def http_app(engine: Engine | EngineHolder, *, stateless: bool = False, path: str = "/mcp", host: str = "127.0.0.1") -> Starlette:
-    """A Starlette app serving ``engine`` over streamable HTTP at ``path``.
+def http_app(
+    engine: Engine | EngineHolder,
+    *,
+    stateless: bool = False,
+    path: str = "/mcp",
+    host: str = "127.0.0.1",
+    sessions: SessionLimits | None = None,
+    readiness: Readiness | None = None,
+) -> Starlette:
+    """A Starlette app serving ``engine`` over streamable HTTP at ``path``, with ``/healthz`` and
+    ``/readyz`` (:mod:`.health`; ``readiness`` adds dependency probes such as the store).
 
-    Stateful mode keeps one mcpaql session per ``Mcp-Session-Id``; stateless mode (and every
-    2026-07-28 request) makes each request its own session. For a loopback ``host`` the SDK
-    turns on DNS-rebinding protection (Host/Origin allow-lists).
+    Stateful mode keeps one mcpaql session per ``Mcp-Session-Id``, bounded by ``sessions``
+    (:class:`~.sessions.SessionLimits`: cap, idle timeout, oldest-idle eviction, admission);
+    stateless mode (and every 2026-07-28 request) makes each request its own session. For a
+    loopback ``host`` the SDK turns on DNS-rebinding protection (Host/Origin allow-lists).
     """
+    limits = sessions or SessionLimits()
+    ready = readiness or Readiness()
     server = build_server(engine, transport="http")
     app = server.streamable_http_app(
         streamable_http_path=path,
         stateless_http=stateless,
         host=host,
-        session_idle_timeout=None if stateless else 1800,
+        session_idle_timeout=None if stateless else limits.idle_timeout,
+        max_sessions=None if stateless else limits.max_sessions,
+        custom_starlette_routes=health_routes(ready),
     )
+    if not stateless:  # innermost middleware: after any authentication middleware set scope["user"]
+        gate = Middleware(SessionGate, manager=http_session_manager(server), path=path, limits=limits)
+        app.user_middleware.append(gate)
     # REQ-VAL-023: invalid UTF-8 is VALIDATION_INVALID_ENCODING here too, not the SDK's bare -32700.
     app.add_middleware(Utf8Guard, limit=line_limit(current_engine(engine).config.limits))
     sdk_lifespan = app.router.lifespan_context  # runs the SDK's session manager
@@ -118,7 +141,11 @@ def http_app(engine: Engine | EngineHolder, *, stateless: bool = False, path: st
     @contextlib.asynccontextmanager
     async def lifespan(a: Starlette) -> AsyncIterator[Any]:
         async with backend(), sdk_lifespan(a) as state:  # the backend opens first and closes last
-            yield state
+            ready.open = True
+            try:
+                yield state
+            finally:
+                ready.open = False
 
     app.router.lifespan_context = lifespan
     return app
@@ -148,20 +175,32 @@ async def serve_http_async(
     stateless: bool = False,
     path: str = "/mcp",
     log_level: str = "warning",
+    sessions: SessionLimits | None = None,
+    readiness: Readiness | None = None,
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
 ) -> None:
     """Serve :func:`http_app` with uvicorn on the running event loop (beside other tasks that
     share the engine's state, such as a holder's upstreams or the approval page). The one place
-    an HTTP server is started (:func:`mcpaql.serving.serve` and :func:`serve_http` end here)."""
+    an HTTP server is started (:func:`mcpaql.serving.serve` and :func:`serve_http` end here).
+
+    Graceful shutdown: on SIGTERM/SIGINT uvicorn stops accepting connections and lets the calls
+    in flight finish, for up to ``shutdown_grace`` seconds (then cancels what is left); only then
+    does the backend close (its lifespan ends after the last answer)."""
     import uvicorn
 
     configure_logging()
     if host not in LOCAL_HOSTS:
         log.warning("serving on %s: reachable beyond this machine and without DNS-rebinding protection", host)
-    app = http_app(engine, stateless=stateless, path=path, host=host)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host=host, port=port, log_config=uvicorn_log_config(log_level), log_level=log_level)
+    app = http_app(engine, stateless=stateless, path=path, host=host, sessions=sessions, readiness=readiness)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=uvicorn_log_config(log_level),
+        log_level=log_level,
+        timeout_graceful_shutdown=math.ceil(shutdown_grace),
     )
-    await server.serve()
+    await uvicorn.Server(config).serve()
 
 
 def serve_http(
