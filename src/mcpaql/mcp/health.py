@@ -31,8 +31,11 @@ class Readiness:
 
     checks: Mapping[str, Check] = field(default_factory=dict)
     open: bool = False
+    draining: bool = False  # shutting down: finish what is in flight, take nothing new
 
     async def failed(self) -> list[str]:
+        if self.draining:
+            return ["draining"]
         bad = [] if self.open else ["source"]
         for name, check in self.checks.items():
             try:

@@ -28,6 +28,7 @@ from .health import Readiness, health_routes
 from .sdk_private import http_session_manager
 from .server import EngineHolder, build_server, current_engine
 from .sessions import SessionGate, SessionLimits
+from .shutdown import InFlight, drain, take_over_sse_drain
 from .stdio_pipes import claimed_stdio, drained_streams
 
 log = logging.getLogger("mcpaql.mcp.transports")
@@ -183,15 +184,19 @@ async def serve_http_async(
     share the engine's state, such as a holder's upstreams or the approval page). The one place
     an HTTP server is started (:func:`mcpaql.serving.serve` and :func:`serve_http` end here).
 
-    Graceful shutdown: on SIGTERM/SIGINT uvicorn stops accepting connections and lets the calls
-    in flight finish, for up to ``shutdown_grace`` seconds (then cancels what is left); only then
-    does the backend close (its lifespan ends after the last answer)."""
+    Graceful shutdown (:mod:`.shutdown`): on SIGTERM/SIGINT uvicorn stops accepting connections,
+    the calls in flight finish (for up to ``shutdown_grace`` seconds; then what is left is
+    cancelled), open streams end, and only then does the backend close (its lifespan ends after
+    the last answer)."""
     import uvicorn
 
     configure_logging()
     if host not in LOCAL_HOSTS:
         log.warning("serving on %s: reachable beyond this machine and without DNS-rebinding protection", host)
-    app = http_app(engine, stateless=stateless, path=path, host=host, sessions=sessions, readiness=readiness)
+    ready = readiness or Readiness()
+    in_flight = [0]
+    app = http_app(engine, stateless=stateless, path=path, host=host, sessions=sessions, readiness=ready)
+    app.add_middleware(InFlight, counter=in_flight)
     config = uvicorn.Config(
         app,
         host=host,
@@ -200,7 +205,12 @@ async def serve_http_async(
         log_level=log_level,
         timeout_graceful_shutdown=math.ceil(shutdown_grace),
     )
-    await uvicorn.Server(config).serve()
+    server = uvicorn.Server(config)
+    take_over_sse_drain()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(drain, server, in_flight, ready, shutdown_grace)
+        await server.serve()
+        tg.cancel_scope.cancel()
 
 
 def serve_http(
