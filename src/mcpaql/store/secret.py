@@ -12,9 +12,9 @@ in processes started after the rotation (restart the processes to pick it up).
 
 from __future__ import annotations
 
+import re
 import secrets
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from .base import Store, open_store
 
@@ -52,10 +52,7 @@ async def rotate_shared_secret(store: Store) -> None:
 
 def where(url: str) -> str:
     """``url`` without credentials (``redis://:pw@host`` → ``redis://host``), for messages."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return re.sub(r"^([a-z]+://)[^/@]*@", r"\1", url.split("?", 1)[0])
 
 
 async def secret_from_store(url: str) -> tuple[bytes, ...]:
