@@ -84,6 +84,25 @@ def test_a_secret_file_holds_the_current_then_previous_secrets(tmp_path: Path) -
     assert "tooshort" not in str(e.value)
 
 
+secret_lines = st.text(
+    alphabet=st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="#"), min_size=32, max_size=80
+)
+noise = st.sampled_from(["", "   ", "# a comment", "  # indented comment"])
+
+
+@given(secrets=st.lists(secret_lines, min_size=1, max_size=4), filler=st.lists(noise, max_size=6), data=st.data())
+@settings(max_examples=60, deadline=None)
+def test_a_secret_file_reads_back_exactly_its_secrets_in_order(
+    tmp_path_factory: Any, secrets: list[str], filler: list[str], data: Any
+) -> None:
+    lines: list[str] = list(secrets)
+    for junk in filler:
+        lines.insert(data.draw(st.integers(0, len(lines))), junk)
+    f = tmp_path_factory.mktemp("s") / "secret"
+    f.write_text("\n".join(f"  {ln}  " if ln in secrets else ln for ln in lines), encoding="utf-8")
+    assert read_secret_file(f) == tuple(s.encode() for s in secrets)
+
+
 @pytest.fixture(params=["sqlite", "redis"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     async for s in open_test_store(request.param, request, tmp_path):
