@@ -8,10 +8,12 @@ its own stream of requests) send ``tools/call`` requests as plain streamable-HTT
 time per measurement: a cheap read (``get_project``) and a write (``update_task``: one SQLite
 transaction). Every answer is parsed and must be a success envelope.
 
-Printed per process count: calls/s for each kind, the ratio to one process, and the CPU seconds
-the servers and this client spent (on a 2-core machine the client's share is part of the
-ceiling). Expect reads to stop scaling at the core count and writes to be bounded by SQLite's
-single writer. ``python bench/bench_processes.py [--seconds 4] [--clients 32] [--json]``
+All deployments run at once and are measured in interleaved rounds (medians), so the machine's
+load hits each alike. Printed per process count: calls/s for each kind, the ratio to one process,
+and the CPU milliseconds per call of the servers and of this client (load-independent; on a 2-core
+machine the client's share is part of the ceiling). Expect reads to stop scaling at the core
+count and writes to be bounded by SQLite's single writer.
+``python bench/bench_processes.py [--seconds 3] [--rounds 3] [--clients 32] [--json]``
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,7 +50,7 @@ def start(n: int, store: str, db: Path, logs: Path) -> list[tuple[subprocess.Pop
     for i in range(n):
         port = free_port()
         args = [MCPAQL, "serve", "--transport", "http", "--stateless", "--port", str(port), "--db", str(db), "--store", store]
-        out = open(logs / f"p{n}-{i}.log", "wb")  # noqa: SIM115 - the child owns it
+        out = open(logs / f"p{n}-{i}-{port}.log", "wb")  # noqa: SIM115 - the child owns it
         procs.append((subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out), port))
     for p, port in procs:
         deadline = time.monotonic() + 30
@@ -109,70 +112,91 @@ async def ids(url: str) -> tuple[str, list[str]]:
     return tasks[0]["project_id"], [t["task_id"] for t in tasks]
 
 
-async def run(counts: list[int], clients: int, seconds: float) -> list[dict[str, Any]]:
-    rows = []
+def calls(project: str, tasks: list[str]) -> tuple[Any, Any]:
+    def read(c: int, k: int) -> dict[str, Any]:
+        return {"operation": "get_project", "params": {"project_id": project}}
+
+    def write(c: int, k: int) -> dict[str, Any]:
+        change = {"task_id": tasks[(c + k) % len(tasks)], "input": {"description": f"client {c} call {k}"}}
+        return {"operation": "update_task", "params": change}
+
+    return read, write
+
+
+async def run(counts: list[int], clients: int, seconds: float, rounds: int) -> list[dict[str, Any]]:
+    """Every deployment is started first (each on its own demo database), then measured in
+    interleaved rounds (1, 2, 4, 1, 2, 4, …) so a change in the machine's load hits every
+    configuration alike; each figure is the median over the rounds."""
+    samples: dict[int, dict[str, list[float]]] = {n: {"reads": [], "writes": [], "server": [], "client": []} for n in counts}
     with RedisServer() as redis, tempfile.TemporaryDirectory(prefix="mcpaql-bench-") as tmp:
-        db = Path(tmp) / "demo.db"
-        for n in counts:
-            procs = start(n, redis.url, db, Path(tmp))
-            try:
+        deployments: dict[int, list[tuple[subprocess.Popen[bytes], int]]] = {}
+        try:
+            for i, n in enumerate(counts):
+                store = redis.url.rsplit("/", 1)[0] + f"/{i}"
+                deployments[n] = start(n, store, Path(tmp) / f"demo{n}.db", Path(tmp))
+            plans = {}
+            for n, procs in deployments.items():
                 urls = [f"http://127.0.0.1:{port}/mcp" for _, port in procs]
-                project, tasks = await ids(urls[0])
-
-                def read(c: int, k: int, project: str = project) -> dict[str, Any]:
-                    return {"operation": "get_project", "params": {"project_id": project}}
-
-                def write(c: int, k: int, tasks: list[str] = tasks) -> dict[str, Any]:
-                    change = {"task_id": tasks[(c + k) % len(tasks)], "input": {"description": f"client {c} call {k}"}}
-                    return {"operation": "update_task", "params": change}
-
+                read, write = calls(*await ids(urls[0]))
                 await measure(urls, "tasks_mcpaql_read", read, clients, 1.0)  # warm-up
-                cpu0 = sum(cpu_of(p.pid) for p, _ in procs)
-                me0 = resource.getrusage(resource.RUSAGE_SELF)
-                reads = await measure(urls, "tasks_mcpaql_read", read, clients, seconds)
-                writes = await measure(urls, "tasks_mcpaql_update", write, clients, seconds)
-                me1 = resource.getrusage(resource.RUSAGE_SELF)
-                server_cpu = sum(cpu_of(p.pid) for p, _ in procs) - cpu0
-                rows.append(
-                    {
-                        "processes": n,
-                        "reads_per_s": round(reads, 1),
-                        "writes_per_s": round(writes, 1),
-                        "server_cpu_s": round(server_cpu, 2),
-                        "client_cpu_s": round(me1.ru_utime + me1.ru_stime - me0.ru_utime - me0.ru_stime, 2),
-                        # load-independent: what one call costs the servers, whoever else uses the cores
-                        "server_cpu_ms_per_call": round(1000 * server_cpu / ((reads + writes) * seconds), 2),
-                    }
-                )
-            finally:
+                plans[n] = (urls, read, write)
+            for _ in range(rounds):
+                for n, (urls, read, write) in plans.items():
+                    procs = deployments[n]
+                    cpu0 = sum(cpu_of(p.pid) for p, _ in procs)
+                    me0 = resource.getrusage(resource.RUSAGE_SELF)
+                    samples[n]["reads"].append(await measure(urls, "tasks_mcpaql_read", read, clients, seconds))
+                    samples[n]["writes"].append(await measure(urls, "tasks_mcpaql_update", write, clients, seconds))
+                    me1 = resource.getrusage(resource.RUSAGE_SELF)
+                    done = (samples[n]["reads"][-1] + samples[n]["writes"][-1]) * seconds
+                    samples[n]["server"].append(1000 * (sum(cpu_of(p.pid) for p, _ in procs) - cpu0) / done)
+                    samples[n]["client"].append(1000 * (me1.ru_utime + me1.ru_stime - me0.ru_utime - me0.ru_stime) / done)
+        finally:
+            for procs in deployments.values():
                 for p, _ in procs:
                     p.terminate()
+            for procs in deployments.values():
                 for p, _ in procs:
                     p.wait(20)
-    return rows
+    med = statistics.median
+    return [
+        {
+            "processes": n,
+            "reads_per_s": round(med(s["reads"]), 1),
+            "writes_per_s": round(med(s["writes"]), 1),
+            # load-independent: what one call costs the servers / this client, whoever else uses the cores
+            "server_cpu_ms_per_call": round(med(s["server"]), 2),
+            "client_cpu_ms_per_call": round(med(s["client"]), 2),
+        }
+        for n, s in samples.items()
+    ]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seconds", type=float, default=4.0, help="per measurement")
+    ap.add_argument("--seconds", type=float, default=3.0, help="per measurement")
     ap.add_argument("--clients", type=int, default=32, help="concurrent clients")
     ap.add_argument("--processes", default="1,2,4")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds; figures are medians")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    rows = anyio.run(run, [int(x) for x in a.processes.split(",")], a.clients, a.seconds)
+    rows = anyio.run(run, [int(x) for x in a.processes.split(",")], a.clients, a.seconds, a.rounds)
     if a.json:
         print(json.dumps(rows, indent=2))
         return
     base = rows[0]
     load = os.getloadavg()[0]
-    print(f"{os.cpu_count()} CPU cores (load average {load:.1f}); {a.clients} clients; {a.seconds:g} s per measurement")
-    head = ("processes", "reads/s", "ratio", "writes/s", "ratio", "server CPU s", "client CPU s", "server CPU ms/call")
-    print("{:>9} {:>9} {:>6} {:>9} {:>6} {:>13} {:>13} {:>19}".format(*head))
+    print(
+        f"{os.cpu_count()} CPU cores (load average {load:.1f} after the run); {a.clients} clients; "
+        f"medians of {a.rounds} interleaved rounds of {a.seconds:g} s"
+    )
+    head = ("processes", "reads/s", "ratio", "writes/s", "ratio", "server CPU ms/call", "client CPU ms/call")
+    print("{:>9} {:>9} {:>6} {:>9} {:>6} {:>19} {:>19}".format(*head))
     for r in rows:
         print(
             f"{r['processes']:>9} {r['reads_per_s']:>9.1f} {r['reads_per_s'] / base['reads_per_s']:>5.2f}x "
             f"{r['writes_per_s']:>9.1f} {r['writes_per_s'] / base['writes_per_s']:>5.2f}x "
-            f"{r['server_cpu_s']:>13.2f} {r['client_cpu_s']:>13.2f} {r['server_cpu_ms_per_call']:>19.2f}"
+            f"{r['server_cpu_ms_per_call']:>19.2f} {r['client_cpu_ms_per_call']:>19.2f}"
         )
 
 
