@@ -943,6 +943,30 @@ def guard(
         raise SystemExit(2) from None
 
 
+@app.command("rotate-secret")
+def rotate_secret(store: StoreOpt = None) -> None:
+    """Make a new deployment secret in the shared store; the previous one still verifies cursors.
+    Restart the processes to pick it up (docs/deployment.md "The deployment secret")."""
+    from .store.base import open_store
+    from .store.secret import rotate_shared_secret, where
+
+    url = store or store_from_env()
+    if not url:
+        _fail("give the shared store: --store redis://host:port/db (or MCPAQL_STORE)")
+
+    async def rotate() -> None:
+        async with open_store(url) as opened:
+            await rotate_shared_secret(opened)
+
+    try:
+        anyio.run(rotate)
+    except ValueError as e:
+        _fail(str(e))
+    except Exception:  # the store's own errors (redis-py's are not OSErrors): one line, no detail
+        _fail(f"cannot rotate the deployment secret in the store at {where(url)}")
+    err.print(f"rotated the deployment secret in {escape(where(url))}; restart the processes to sign with it", soft_wrap=True)
+
+
 def main() -> None:
     app()
 

@@ -164,3 +164,24 @@ USERINFO = "abcXYZ019-_.~!$&'()*+,;=:"
 def test_no_password_survives_in_a_shown_store_url(user: str, pw: str) -> None:
     shown = where(f"redis://{user}:{pw}@cache:6379/0")
     assert shown == "redis://cache:6379/0"
+
+
+def test_rotate_secret_keeps_the_previous_one_verifying(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/state.db"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    for _ in range(2):
+        r = subprocess.run([MCPAQL, "rotate-secret", "--store", url], capture_output=True, text=True, timeout=60, env=env)
+        assert r.returncode == 0 and "rotated the deployment secret" in r.stderr, r.stderr
+
+    async def read() -> tuple[bytes, ...]:
+        from mcpaql.store.base import open_store
+
+        async with open_store(url) as store:
+            return await shared_secret(store)
+
+    keys = anyio.run(read)
+    assert len(keys) == 2 and keys[0] != keys[1]  # current + one previous (KEEP_PREVIOUS)
+    for k in keys:
+        assert k.decode() not in r.stderr + r.stdout
+    bad = subprocess.run([MCPAQL, "rotate-secret"], capture_output=True, text=True, timeout=60, env=env)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
