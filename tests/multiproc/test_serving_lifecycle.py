@@ -70,6 +70,19 @@ async def test_a_flood_of_initialize_requests_does_not_lock_out_a_legitimate_cli
     assert "Traceback" not in p.stderr()
 
 
+async def test_sessions_never_used_after_initialize_are_evicted_before_older_used_ones(demo_db: str) -> None:
+    p = Process("--db", demo_db, "--max-sessions", "3")
+    try:
+        async with httpx2.AsyncClient(timeout=10) as http:
+            used = (await open_raw(http, p.url)).headers["mcp-session-id"]
+            assert await ping(http, p.url, used) == 200  # the oldest, but used: idle, not abandoned
+            bare = [(await open_raw(http, p.url)).headers["mcp-session-id"] for _ in range(4)]
+            assert [await ping(http, p.url, s) for s in bare[:2]] == [404, 404]  # the first bare ones went
+            assert await ping(http, p.url, used) == 200
+    finally:
+        p.stop()
+
+
 async def test_when_every_session_is_busy_a_new_one_is_refused_with_503(demo_db: str) -> None:
     p = Process("--db", demo_db, "--max-sessions", "2")
     try:

@@ -111,8 +111,9 @@ class SessionLimits:
 
     Why bounded: every ``initialize`` without a session id opens a session (tens of KB each);
     an unauthenticated flood would otherwise fill the table and lock legitimate clients out until
-    the sessions expire. At the cap the *oldest idle* session is ended to make room (a session is
-    idle while none of its requests, an open GET stream included, is in flight); a new client is
+    the sessions expire. At the cap an idle session is ended to make room (a session is idle while
+    none of its requests, an open GET stream included, is in flight): first those never used after
+    their opening ``initialize`` (what a flood leaves behind), then the oldest idle; a new client is
     refused (503) only when every session is busy. ``admit`` is the one check that decides who may
     open a session at all (auth: only authenticated callers); it runs after authentication
     middleware, so ``scope["user"]`` is set when auth is on.
@@ -133,6 +134,7 @@ class SessionLimits:
 class _Seen:
     last: float
     in_flight: int = 0
+    used: bool = False  # a request came after the opening one (a flood's sessions never get one)
 
 
 class SessionGate:
@@ -168,6 +170,7 @@ class SessionGate:
             await self.app(scope, receive, send)
             return
         seen.in_flight += 1
+        seen.used = True
         try:
             await self.app(scope, receive, send)
         finally:
@@ -189,18 +192,21 @@ class SessionGate:
             log.warning("refusing a new session: all %d sessions are busy", self.limits.max_sessions)
             await _busy(scope, receive, send)
             return
-        opened: list[str] = []
+        opened: list[_Seen] = []
 
         async def hear(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] < 400:
                 for k, v in message.get("headers") or ():
-                    if k.lower() == _SESSION_HEADER:
-                        opened.append(v.decode("latin-1"))
+                    if k.lower() == _SESSION_HEADER:  # known (and busy) before the client can use it
+                        opened.append(self._seen.setdefault(v.decode("latin-1"), _Seen(time.monotonic(), in_flight=1)))
             await send(message)
 
-        await self.app(scope, receive, hear)
-        for new in opened:
-            self._seen[new] = _Seen(time.monotonic())
+        try:
+            await self.app(scope, receive, hear)
+        finally:
+            for seen in opened:
+                seen.in_flight -= 1
+                seen.last = time.monotonic()
 
     async def _make_room(self) -> bool:
         """Below the cap, or made so by ending the oldest idle session; False if all are busy."""
@@ -209,11 +215,11 @@ class SessionGate:
             del self._seen[gone]  # ended by the client (DELETE) or the SDK's idle timeout
         if len(live) < self.limits.max_sessions:
             return True
-        never = _Seen(0.0)  # a session this gate did not see open: treat as idle since ever
-        idle = [(seen.last, s) for s in live if not (seen := self._seen.get(s, never)).in_flight]
+        # a live session the gate has not seen answered yet is being opened right now: never a victim
+        idle = [(seen.used, seen.last, s) for s in live if (seen := self._seen.get(s)) is not None and not seen.in_flight]
         if not idle:
             return False
-        _, victim = min(idle)
+        *_, victim = min(idle)  # never used after its opening request first, then the oldest idle
         self._seen.pop(victim, None)
         await end_http_session(self.manager, victim)
         self.evicted += 1
