@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .config import Config, ConfigError
+from .config import Config, ConfigError, read_secret_file, store_from_env
 
 app = typer.Typer(
     name="mcpaql",
@@ -96,6 +96,19 @@ OtelOpt = Annotated[
 ]
 LogFormatOpt = Annotated[str | None, typer.Option(help="Log format on stderr: text | json (env MCPAQL_LOG_FORMAT)")]
 
+# Deployments of several processes (docs/deployment.md).
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(help="Shared store for every process: redis://host:port/db or sqlite:////abs.db (env MCPAQL_STORE)"),
+]
+SecretFileOpt = Annotated[
+    Path | None,
+    typer.Option(help="Deployment secret file (first line signs, later lines still verify; env MCPAQL_SECRET)"),
+]
+MaxSessionsOpt = Annotated[int, typer.Option(help="HTTP: most stateful sessions kept; at the cap the oldest idle one ends")]
+IdleTimeoutOpt = Annotated[float, typer.Option(help="HTTP: seconds an idle stateful session lives")]
+ShutdownGraceOpt = Annotated[float, typer.Option(help="HTTP: seconds SIGTERM waits for calls in flight")]
+
 SERVING_FLAGS: tuple[tuple[str, Any, Any], ...] = (
     ("mode", ModeOpt, None),
     ("transport", TransportOpt, "stdio"),
@@ -119,6 +132,11 @@ SERVING_FLAGS: tuple[tuple[str, Any, Any], ...] = (
     *AUTH_FLAGS,
     ("otel", OtelOpt, None),
     ("log_format", LogFormatOpt, None),
+    ("store", StoreOpt, None),
+    ("secret_file", SecretFileOpt, None),
+    ("max_sessions", MaxSessionsOpt, 1000),
+    ("session_idle_timeout", IdleTimeoutOpt, 600.0),
+    ("shutdown_grace", ShutdownGraceOpt, 30.0),
 )
 
 
@@ -157,34 +175,45 @@ def _serve_options(
     approval_url_file: Path | None,
     otel: bool | None,
     log_format: str | None,
+    store: str | None,
+    secret_file: Path | None,
+    max_sessions: int,
+    session_idle_timeout: float,
+    shutdown_grace: float,
     **auth: Any,
 ) -> Any:
     """The one place the serving flags become a ServeOptions (a bad value exits 2 with one line)."""
     from .mcp.transports import configure_logging
     from .safety.channel import ChannelOptions
-    from .serving import TRANSPORTS, ServeOptions
+    from .serving import TRANSPORTS
 
     cfg = _config(mode, prefix, tool_pattern, bare, config, enumerate_operations or None, allow)
     log_format, otel = _observability(log_format, otel)
     configure_logging(log_level, log_format)
     if transport not in TRANSPORTS:
         _fail("transport must be stdio or http")
-    try:
-        return ServeOptions(
-            config=cfg,
-            safety=_safety_config(safety, trust, safety_loop, agent_id),
-            transport=transport,
-            host=host,
-            port=port,
-            stateless=stateless,
-            log_level=log_level,
-            channel=ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file),
-            auth=_auth_options(**auth),
-            otel=otel,
-            log_format=log_format,
-        )
-    except ValueError as e:  # e.g. HTTP beyond loopback without authentication
-        _fail(str(e))
+    safety_cfg = _safety_config(safety, trust, safety_loop, agent_id)
+    store = store or store_from_env()
+    if store and safety_cfg is not None:
+        safety_cfg = dataclasses.replace(safety_cfg, store=store)
+    cfg = _with_secret(cfg, secret_file, store or (safety_cfg.store if safety_cfg is not None else None))
+    return _options(
+        config=cfg,
+        safety=safety_cfg,
+        transport=transport,
+        host=host,
+        port=port,
+        stateless=stateless,
+        log_level=log_level,
+        channel=ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file),
+        store=store,
+        max_sessions=max_sessions,
+        session_idle_timeout=session_idle_timeout,
+        shutdown_grace=shutdown_grace,
+        auth=_auth_options(**auth),
+        otel=otel,
+        log_format=log_format,
+    )
 
 
 def _observability(log_format: str | None, otel: bool | None) -> tuple[str, bool]:
@@ -200,6 +229,33 @@ def _observability(log_format: str | None, otel: bool | None) -> tuple[str, bool
             raise ConfigError("--log-format must be text or json")
         return fmt, decide(otel, settings)
     except ConfigError as e:
+        _fail(str(e))
+
+
+def _options(**fields: Any) -> Any:
+    """A ServeOptions, or one line and exit status 2 for a value it refuses."""
+    from .serving import ServeOptions
+
+    try:
+        return ServeOptions(**fields)
+    except ValueError as e:
+        _fail(str(e))
+
+
+def _with_secret(cfg: Config, secret_file: Path | None, store: str | None) -> Config:
+    """The deployment secret, so every process of a deployment signs and accepts the same
+    cursors: ``--secret-file``, else ``MCPAQL_SECRET`` (already in ``cfg``), else the one kept in
+    an explicitly configured store (created there by the first process), else none (random per
+    process). A secret that cannot be had is one line and exit status 2; it is never printed."""
+    from .store.secret import secret_from_store
+
+    try:
+        if secret_file is not None:
+            return cfg.with_(secret_keys=read_secret_file(secret_file))
+        if cfg.secret_keys or not store:
+            return cfg
+        return cfg.with_(secret_keys=anyio.run(secret_from_store, store))
+    except (ConfigError, ConnectionError, ValueError) as e:
         _fail(str(e))
 
 
@@ -299,7 +355,7 @@ def serve(
     except (TargetError, ConfigError, ValueError) as e:
         _fail(str(e))
         return
-    _serve(engine, options, safety=installed[0] if installed and installed[0].loop is not None else None)
+    _serve(engine, options, safety=installed[0] if installed else None)
 
 
 def _safety_settings(
@@ -930,11 +986,13 @@ def guard(
     insecure_no_auth: InsecureNoAuthOpt = False,
     otel: OtelOpt = None,
     log_format: LogFormatOpt = None,
+    max_sessions: MaxSessionsOpt = 1000,
+    session_idle_timeout: IdleTimeoutOpt = 600.0,
+    shutdown_grace: ShutdownGraceOpt = 30.0,
 ) -> None:
     """The execution safety loop as its own MCP server (the "safety dongle")."""
     from .safety.channel import ChannelError, ChannelOptions
     from .safety.guard import guard_config, run_guard
-    from .serving import ServeOptions
 
     try:
         config = guard_config(
@@ -958,24 +1016,48 @@ def guard(
         insecure_no_auth=insecure_no_auth,
     )
     fmt, on = _observability(log_format, otel)
-    try:
-        options = ServeOptions(
-            transport=transport,
-            host=host,
-            port=port,
-            stateless=stateless,
-            channel=ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file),
-            auth=auth,
-            otel=on,
-            log_format=fmt,
-        )
-    except ValueError as e:
-        _fail(str(e))
+    channel = ChannelOptions(page=approval_page, host=approval_host, port=approval_port, url_file=approval_url_file)
+    bounds = {"max_sessions": max_sessions, "session_idle_timeout": session_idle_timeout, "shutdown_grace": shutdown_grace}
+    options = _options(
+        transport=transport,
+        host=host,
+        port=port,
+        stateless=stateless,
+        channel=channel,
+        auth=auth,
+        otel=on,
+        log_format=fmt,
+        **bounds,
+    )
     try:
         run_guard(config, options)
     except ChannelError as e:
         print(f"mcpaql guard: error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+@app.command("rotate-secret")
+def rotate_secret(store: StoreOpt = None) -> None:
+    """Make a new deployment secret in the shared store; the previous one still verifies cursors.
+    Restart the processes to pick it up (docs/deployment.md "The deployment secret")."""
+    from .store.base import open_store
+    from .store.secret import rotate_shared_secret, where
+
+    url = store or store_from_env()
+    if not url:
+        _fail("give the shared store: --store redis://host:port/db (or MCPAQL_STORE)")
+
+    async def rotate() -> None:
+        async with open_store(url) as opened:
+            await rotate_shared_secret(opened)
+
+    try:
+        anyio.run(rotate)
+    except ValueError as e:
+        _fail(str(e))
+    except Exception:  # the store's own errors (redis-py's are not OSErrors): one line, no detail
+        _fail(f"cannot rotate the deployment secret in the store at {where(url)}")
+    err.print(f"rotated the deployment secret in {escape(where(url))}; restart the processes to sign with it", soft_wrap=True)
 
 
 def main() -> None:

@@ -4,7 +4,10 @@ config file (YAML or JSON, path in ``MCPAQL_CONFIG``) > defaults.
 Environment variables: ``MCP_AQL_ENDPOINT_MODE`` (semantic|single|all, MODES §3.1),
 ``MCP_AQL_TOOL_PREFIX`` (MCPI §6.2), ``MCPAQL_TOOL_PATTERN``, ``MCPAQL_SINGLE_PATTERN``,
 ``MCPAQL_BARE_NAMES`` (1 → spec names ``mcp_aql_{endpoint}`` / ``mcp_aql``),
-``MCPAQL_ENUMERATE_OPERATIONS`` (1 → per-endpoint ``enum`` of operations in input schemas).
+``MCPAQL_ENUMERATE_OPERATIONS`` (1 → per-endpoint ``enum`` of operations in input schemas),
+``MCPAQL_SECRET`` / ``MCPAQL_SECRET_PREVIOUS`` (the deployment secret that signs cursors, so
+every process of a deployment accepts every other's; the previous one is still accepted while
+a rotation rolls out), ``MCPAQL_STORE`` (the shared store: ``redis://…`` or ``sqlite:///…``).
 
 Process settings (not part of an engine's :class:`Config`; see :class:`Settings`) are read from
 the environment here too, and nowhere else in the package: ``MCPAQL_HOME``, ``MCPAQL_AGENT_ID``,
@@ -99,6 +102,9 @@ class Config:
     # it costs tokens in every conversation and tells the model nothing the description does not
     # (docs/protocol.md has the figures); structuredContent is sent either way.
     output_schema: bool = False
+    # The deployment secret(s): the first signs, all verify (rotation). Empty: a random key per
+    # engine, so cursors are valid only in the process that issued them. Never printed.
+    secret_keys: tuple[bytes, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for key, hi in (("listing_threshold", 1_000_000), ("introspect_page_size", INTROSPECT_PAGE_MAX)):
@@ -118,6 +124,8 @@ class Config:
         if bad_cats:
             raise ConfigError(f"unknown semantic categories in allow: {', '.join(sorted(bad_cats))}")
         object.__setattr__(self, "allow", frozenset(c.upper() for c in self.allow))
+        for secret in self.secret_keys:
+            check_secret(secret)
         for pat in (self.tool_pattern, self.single_pattern):
             unknown = set(re.findall(r"{([^}]*)}", pat)) - {"adapter", "endpoint"}
             if unknown:
@@ -145,6 +153,7 @@ class Config:
             values["allow"] = frozenset(x.strip() for x in values["allow"].split(",") if x.strip())
         elif values.get("allow") is not None:
             values["allow"] = frozenset(values["allow"])
+        values.update(secrets_from_env(env))
         if isinstance(values.get("limits"), Mapping):
             values["limits"] = Limits(**values["limits"])
         known = {f.name for f in fields(cls)}
@@ -344,3 +353,44 @@ def auth_settings(env: Mapping[str, str] | None = None, **flags: Any) -> dict[st
         elif env.get(var, "").strip():
             out[name] = _truthy(env[var]) if name == "insecure_no_auth" else env[var].strip()
     return out
+
+
+# ---- the deployment secret -------------------------------------------------------------------
+
+MIN_SECRET_BYTES = 32
+
+
+def check_secret(secret: bytes) -> bytes:
+    """A secret long enough to sign with (>= 32 bytes: e.g. ``openssl rand -hex 32``)."""
+    if not isinstance(secret, bytes) or len(secret) < MIN_SECRET_BYTES:
+        raise ConfigError(f"the secret must be at least {MIN_SECRET_BYTES} characters (e.g. from 'openssl rand -hex 32')")
+    return secret
+
+
+def secrets_from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    """``secret_keys`` from ``MCPAQL_SECRET`` (+ ``MCPAQL_SECRET_PREVIOUS``), if set."""
+    current = env.get("MCPAQL_SECRET", "").strip()
+    if not current:
+        return {}
+    previous = env.get("MCPAQL_SECRET_PREVIOUS", "").strip()
+    keys = [current] + ([previous] if previous else [])
+    return {"secret_keys": tuple(check_secret(k.encode()) for k in keys)}
+
+
+def read_secret_file(path: str | os.PathLike[str]) -> tuple[bytes, ...]:
+    """The secrets in a file: the first non-empty line signs, later lines are previous secrets
+    still accepted (a rotation in progress). The message never quotes the file's content."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        raise ConfigError(f"cannot read the secret file '{Path(path).name}'") from None
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        raise ConfigError(f"the secret file '{Path(path).name}' holds no secret")
+    return tuple(check_secret(ln.encode()) for ln in lines)
+
+
+def store_from_env(env: Mapping[str, str] | None = None) -> str | None:
+    """``MCPAQL_STORE``: the store URL shared by a deployment's processes, if set."""
+    value = (os.environ if env is None else env).get("MCPAQL_STORE", "").strip()
+    return value or None

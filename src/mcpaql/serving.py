@@ -64,6 +64,16 @@ class ServeOptions:
     # is --otel/--no-otel; ``log_format`` is text or json (one JSON object per line on stderr).
     otel: bool | None = None
     log_format: str = "text"
+    # HTTP deployments (docs/deployment.md): the shared store (readiness probe; the CLI also
+    # takes the deployment secret and the safety store from it), stateful session bounds, and
+    # how long a SIGTERM waits for calls in flight.
+    store: str | None = None
+    max_sessions: int = 1000
+    session_idle_timeout: float = 600.0
+    shutdown_grace: float = 30.0
+    # Who may open a stateful HTTP session (auth: authenticated callers only); see
+    # mcpaql.mcp.sessions.SessionLimits.admit. None: anyone who reaches the endpoint.
+    admit_session: Callable[[Any], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.transport not in TRANSPORTS:
@@ -75,6 +85,12 @@ class ServeOptions:
             self.auth.load_keys()  # a bad keys file fails here, before "serving on"
         if self.log_format not in LOG_FORMATS:
             raise ValueError("log format must be text or json")
+        if not (isinstance(self.max_sessions, int) and self.max_sessions >= 1):
+            raise ValueError("--max-sessions must be a whole number >= 1")
+        if not (0 < self.session_idle_timeout < float("inf")):
+            raise ValueError("--session-idle-timeout must be a number of seconds > 0")
+        if not (0 <= self.shutdown_grace < float("inf")):
+            raise ValueError("--shutdown-grace must be a number of seconds >= 0")
 
 
 def announce(line: str) -> None:
@@ -117,7 +133,9 @@ async def serve_async(
     ``ConnectionError``/``ValueError`` for a source that cannot open or telemetry that cannot start
     (``--otel`` without the ``otel`` extra).
     """
+    from .mcp.health import Readiness
     from .mcp.server import current_engine
+    from .mcp.sessions import SessionLimits
     from .mcp.transports import configure_logging, serve_http_async, serve_stdio
     from .observability import serving_telemetry
 
@@ -150,7 +168,29 @@ async def serve_async(
             auth=options.auth,
             log_format=options.log_format,
             telemetry=telemetry,
+            sessions=SessionLimits(options.max_sessions, options.session_idle_timeout, options.admit_session),
+            readiness=Readiness(await stack.enter_async_context(_probes(served, options.store))),
+            shutdown_grace=options.shutdown_grace,
         )
+
+
+@contextlib.asynccontextmanager
+async def _probes(served: Safety | None, store_url: str | None) -> AsyncIterator[dict[str, Any]]:
+    """Readiness probes: the store the served safety layer uses, else the configured store
+    (opened here for the probe alone)."""
+    from .store.base import Store, open_store
+
+    async def alive(store: Store) -> bool:
+        await store.get("health", "probe")
+        return True
+
+    if served is not None:
+        yield {"store": lambda: alive(served.store)}
+    elif store_url:
+        async with open_store(store_url) as store:
+            yield {"store": lambda: alive(store)}
+    else:
+        yield {}
 
 
 def serve(source: Source, options: ServeOptions | None = None, **kw: Any) -> None:

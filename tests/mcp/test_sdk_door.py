@@ -79,3 +79,19 @@ def test_the_sdk_session_still_keeps_its_connection() -> None:
 
     assert sdk_private.request_connection(Ctx()) is Ctx.session._connection
     assert sdk_private.request_connection(object()) is None
+
+
+def test_the_sdk_session_manager_still_lists_and_ends_sessions() -> None:
+    """Bounded sessions (``sessions.SessionGate``) read the open sessions and end the oldest idle
+    one through ``sdk_private``: the manager must still keep and discard them the same way."""
+    from mcp.server.lowlevel import Server
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    server: Server = Server("probe")
+    server.streamable_http_app()
+    manager = sdk_private.http_session_manager(server)
+    assert isinstance(manager, StreamableHTTPSessionManager)
+    assert sdk_private.open_http_sessions(manager) == {}
+    discard = inspect.signature(StreamableHTTPSessionManager._discard_session)
+    assert list(discard.parameters) == ["self", "session_id", "transport"]
+    assert "max_sessions" in inspect.signature(StreamableHTTPSessionManager.__init__).parameters

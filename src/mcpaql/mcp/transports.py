@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ import anyio
 from mcp.server.lowlevel import NotificationOptions
 from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 
 from ..auth.options import AuthOptions, check_exposure, resource_url
 from ..config import settings
@@ -24,7 +26,11 @@ from ..protocol.dispatch import Engine
 from ..protocol.extension import Lifespan, combine_lifespans
 from .auth import protect
 from .framing import Utf8Guard, line_limit
+from .health import Readiness, health_routes
+from .sdk_private import http_session_manager
 from .server import EngineHolder, build_server, current_engine
+from .sessions import SessionGate, SessionLimits
+from .shutdown import InFlight, drain, take_over_sse_drain
 from .stdio_pipes import claimed_stdio, drained_streams
 
 if TYPE_CHECKING:
@@ -33,6 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpaql.mcp.transports")
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+DEFAULT_SHUTDOWN_GRACE = 30.0  # seconds a SIGTERM waits for calls in flight
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"  # ours and uvicorn's: one format on stderr
 # Loggers that speak at INFO per request or connection: the SDK ("Terminating session: None" on
 # every stateless request, session ids, stream reconnects) and httpx (every request's full URL,
@@ -127,21 +134,33 @@ def http_app(
     port: int = 8000,
     auth: AuthOptions | None = None,
     telemetry: Telemetry | None = None,
+    sessions: SessionLimits | None = None,
+    readiness: Readiness | None = None,
 ) -> Starlette:
-    """A Starlette app serving ``engine`` over streamable HTTP at ``path``.
+    """A Starlette app serving ``engine`` over streamable HTTP at ``path``, with ``/healthz`` and
+    ``/readyz`` (:mod:`.health`; ``readiness`` adds dependency probes such as the store).
 
-    Stateful mode keeps one mcpaql session per ``Mcp-Session-Id``; stateless mode (and every
-    2026-07-28 request) makes each request its own session. For a loopback ``host`` the SDK
-    turns on DNS-rebinding protection (Host/Origin allow-lists). With ``auth`` configured the
-    endpoint is an OAuth 2.1 resource server (``mcp/auth.py``, docs/auth.md).
+    Stateful mode keeps one mcpaql session per ``Mcp-Session-Id``, bounded by ``sessions``
+    (:class:`~.sessions.SessionLimits`: cap, idle timeout, oldest-idle eviction, admission);
+    stateless mode (and every 2026-07-28 request) makes each request its own session. For a
+    loopback ``host`` the SDK turns on DNS-rebinding protection (Host/Origin allow-lists). With
+    ``auth`` configured the endpoint is an OAuth 2.1 resource server (``mcp/auth.py``,
+    docs/auth.md): the health routes stay open, and only authenticated callers reach a session.
     """
+    limits = sessions or SessionLimits()
+    ready = readiness or Readiness()
     server = build_server(engine, transport="http", telemetry=telemetry)
     app = server.streamable_http_app(
         streamable_http_path=path,
         stateless_http=stateless,
         host=host,
-        session_idle_timeout=None if stateless else 1800,
+        session_idle_timeout=None if stateless else limits.idle_timeout,
+        max_sessions=None if stateless else limits.max_sessions,
+        custom_starlette_routes=health_routes(ready),
     )
+    if not stateless:  # innermost middleware: after any authentication middleware set scope["user"]
+        gate = Middleware(SessionGate, manager=http_session_manager(server), path=path, limits=limits)
+        app.user_middleware.append(gate)
     # REQ-VAL-023: invalid UTF-8 is VALIDATION_INVALID_ENCODING here too, not the SDK's bare -32700.
     app.add_middleware(Utf8Guard, limit=line_limit(current_engine(engine).config.limits))
     if auth is not None and auth.configured:  # outermost: nothing runs for a caller it refuses
@@ -153,7 +172,11 @@ def http_app(
     @contextlib.asynccontextmanager
     async def lifespan(a: Starlette) -> AsyncIterator[Any]:
         async with backend(), sdk_lifespan(a) as state:  # the backend opens first and closes last
-            yield state
+            ready.open = True
+            try:
+                yield state
+            finally:
+                ready.open = False
 
     app.router.lifespan_context = lifespan
     return app
@@ -188,11 +211,19 @@ async def serve_http_async(
     auth: AuthOptions | None = None,
     log_format: str = "text",
     telemetry: Telemetry | None = None,
+    sessions: SessionLimits | None = None,
+    readiness: Readiness | None = None,
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
 ) -> None:
     """Serve :func:`http_app` with uvicorn on the running event loop (beside other tasks that
     share the engine's state, such as a holder's upstreams or the approval page). The one place
     an HTTP server is started (:func:`mcpaql.serving.serve` and :func:`serve_http` end here).
-    Raises ``ValueError`` (one line) for a non-loopback ``host`` without authentication."""
+    Raises ``ValueError`` (one line) for a non-loopback ``host`` without authentication.
+
+    Graceful shutdown (:mod:`.shutdown`): on SIGTERM/SIGINT uvicorn stops accepting connections,
+    the calls in flight finish (for up to ``shutdown_grace`` seconds; then what is left is
+    cancelled), open streams end, and only then does the backend close (its lifespan ends after
+    the last answer)."""
     import uvicorn
 
     configure_logging()
@@ -200,11 +231,34 @@ async def serve_http_async(
     check_exposure(host, auth)
     if host not in LOCAL_HOSTS:
         log.warning("serving on %s: reachable beyond this machine and without DNS-rebinding protection", host)
-    app = http_app(engine, stateless=stateless, path=path, host=host, port=port, auth=auth, telemetry=telemetry)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host=host, port=port, log_config=uvicorn_log_config(log_level, log_format), log_level=log_level)
+    ready = readiness or Readiness()
+    in_flight = [0]
+    app = http_app(
+        engine,
+        stateless=stateless,
+        path=path,
+        host=host,
+        port=port,
+        auth=auth,
+        telemetry=telemetry,
+        sessions=sessions,
+        readiness=ready,
     )
-    await server.serve()
+    app.add_middleware(InFlight, counter=in_flight)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=uvicorn_log_config(log_level, log_format),
+        log_level=log_level,
+        timeout_graceful_shutdown=math.ceil(shutdown_grace),
+    )
+    server = uvicorn.Server(config)
+    take_over_sse_drain()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(drain, server, in_flight, ready, shutdown_grace)
+        await server.serve()
+        tg.cancel_scope.cancel()
 
 
 def serve_http(

@@ -22,7 +22,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from ..config import MODES, Config
 from .batch import BATCH_OPERATION, run_batch
 from .collections import collection_capabilities
-from .collections.pagination import CURSOR_SECRET_KEY
+from .collections.pagination import CURSOR_SECRET_KEY, cursor_keys
 from .compile import CompiledOperation
 from .context import Context
 from .envelope import failure, is_error, success
@@ -107,7 +107,9 @@ class Engine:
             queries.update(ext.introspect_queries)
         self.introspect_queries: MappingProxyType[str, IntrospectQuery] = MappingProxyType(queries)
         self.lifespan: Lifespan = combine_lifespans([lifespan, *(ext.lifespan for ext in self.extensions)])
-        self.cursor_secret = os.urandom(32)
+        # Derived from the deployment secret (every process agrees), else random per engine.
+        self.cursor_keys: tuple[bytes, ...] = cursor_keys(self.config.secret_keys) or (os.urandom(32),)
+        self.cursor_secret = self.cursor_keys[0]
         self._compiled: dict[str, CompiledOperation] = {}
         details: dict[str, dict[str, Any]] = {}
         served = {op.name for op in self.operations}  # by name: comparing specs is slow for 10,000 ops
@@ -184,6 +186,7 @@ class Engine:
             extensions=[carried],
             lifespan=self.lifespan,
         )
+        narrowed.cursor_keys = self.cursor_keys  # a random per-engine key too: one caller, one cursor space
         narrowed.cursor_secret = self.cursor_secret
         return narrowed
 
@@ -261,7 +264,7 @@ class Engine:
             check_category(spec, self.config.allow)
         ctx.operation = name
         ctx.endpoint = spec.family
-        ctx.extensions[CURSOR_SECRET_KEY] = self.cursor_secret  # cursors are signed per engine
+        ctx.extensions[CURSOR_SECRET_KEY] = self.cursor_keys  # first signs, all verify
         bound = compiled.bind(request, self.config.strict_mode, has_nul, ctx.warnings)
         ctx.request_meta = bound.meta
         for guard in self.guards:

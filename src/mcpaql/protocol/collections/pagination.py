@@ -2,10 +2,14 @@
 
 Cursors are keyset positions: the sort values of a record plus its tie-breaker (the
 collection's key field, else its position in the handler's order), signed with HMAC-SHA256
-under a per-engine secret and base64url-encoded, so they are opaque, URL-safe, compact,
+under the engine's cursor key and base64url-encoded, so they are opaque, URL-safe, compact,
 self-contained and tamper-resistant (PAG §6.4). A cursor also records the operation and the
 sort it was issued for; using it with another sort is a clear validation error, never a
 silently wrong page. Invalid parameter combinations follow PAG §2.3 exactly.
+
+The cursor key is derived from the deployment secret (:func:`cursor_keys`), so every process of
+one deployment accepts every other's cursors; with a rotation in progress the first key signs
+and the later ones still verify. Without a secret each engine draws a random key.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from ..errors import MCPAQLError, invalid_value
 from ..warnings import page_size_clamped
 
 CURSOR_SECRET_KEY = "mcpaql.cursor_secret"
-_PROCESS_SECRET = os.urandom(32)  # fallback when no engine put its own secret in the context
+_PROCESS_SECRET = os.urandom(32)  # fallback when no engine put its own keys in the context
+_CURSOR_PURPOSE = b"mcpaql/cursor/v1"
 HARD_MAX_PAGE_SIZE = 1000
 CURSOR_PARAMS = ("first", "after", "last", "before")
 OFFSET_PARAMS = ("limit", "offset")
@@ -49,16 +54,24 @@ def invalid_cursor(param: str, reason: str) -> MCPAQLError:
     )
 
 
+def cursor_keys(secrets: Sequence[bytes]) -> tuple[bytes, ...]:
+    """The cursor keys derived from the deployment secrets (same order): a key of its own for
+    cursors, so the secret itself never signs anything a client sees."""
+    return tuple(hmac.new(s, _CURSOR_PURPOSE, hashlib.sha256).digest() for s in secrets)
+
+
 class CursorCodec:
-    """Encode/verify opaque cursors: ``base64url(json) "." base64url(hmac[:16])``."""
+    """Encode/verify opaque cursors: ``base64url(json) "." base64url(hmac[:16])``. The first key
+    signs; any of them verifies (a key rotation in progress)."""
 
-    __slots__ = ("_secret",)
+    __slots__ = ("_keys",)
 
-    def __init__(self, secret: bytes | None = None) -> None:
-        self._secret = secret or _PROCESS_SECRET
+    def __init__(self, secret: bytes | Sequence[bytes] | None = None) -> None:
+        keys = (secret,) if isinstance(secret, bytes) else tuple(secret or ())
+        self._keys: tuple[bytes, ...] = keys or (_PROCESS_SECRET,)
 
-    def _mac(self, body: bytes) -> bytes:
-        return hmac.new(self._secret, body, hashlib.sha256).digest()[:16]
+    def _mac(self, body: bytes, key: bytes | None = None) -> bytes:
+        return hmac.new(key or self._keys[0], body, hashlib.sha256).digest()[:16]
 
     def encode(self, payload: dict[str, Any]) -> str:
         body = json.dumps(payload, separators=(",", ":"), sort_keys=True, default=str).encode()
@@ -72,7 +85,7 @@ class CursorCodec:
             body, mac = _unb64(body_part), _unb64(mac_part)
         except (binascii.Error, ValueError):
             raise invalid_cursor(param, "malformed") from None
-        if not hmac.compare_digest(mac, self._mac(body)):
+        if not any(hmac.compare_digest(mac, self._mac(body, key)) for key in self._keys):
             raise invalid_cursor(param, "signature mismatch: the cursor was altered or issued by another server")
         try:
             payload = json.loads(body)
@@ -84,8 +97,10 @@ class CursorCodec:
 
 
 def codec_for(ctx: Any) -> CursorCodec:
-    secret = getattr(ctx, "extensions", {}).get(CURSOR_SECRET_KEY) if ctx is not None else None
-    return CursorCodec(secret if isinstance(secret, bytes) else None)
+    keys = getattr(ctx, "extensions", {}).get(CURSOR_SECRET_KEY) if ctx is not None else None
+    if isinstance(keys, tuple) and keys and all(isinstance(k, bytes) for k in keys):
+        return CursorCodec(keys)
+    return CursorCodec(keys if isinstance(keys, bytes) else None)
 
 
 @dataclass(slots=True)
