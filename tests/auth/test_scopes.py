@@ -113,3 +113,62 @@ def test_the_scope_table() -> None:
     assert categories_of({"mcpaql:full"}) == {"CREATE", "READ", "UPDATE", "DELETE", "EXECUTE"}
     assert categories_of({"mcpaql:admin"}) == frozenset()
     assert categories_of({"read", "mcpaql:READ", "mcpaql:*", "openid"}) == frozenset()  # exact names only
+
+
+@pytest.mark.parametrize("mode", ["semantic", "single", "all"])
+async def test_a_task_handle_grants_nothing_the_callers_scopes_do_not(mode: str) -> None:
+    """Issue 15 (Tasks × scopes): ``tasks/cancel`` runs ``cancel_execution`` through the caller's
+    narrowed engine, so a read-only caller holding a task id still cannot cancel it, and the
+    refusal is an error, not a silent ``{}``."""
+    import anyio
+
+    from mcpaql import Adapter, install_jobs
+    from mcpaql.mcp.tasks import cancel_refused, tool_for
+
+    app = Adapter("jobsdemo")
+    release = anyio.Event()
+
+    @app.execute(background=True)
+    async def rebuild() -> bool:
+        """A long job."""
+        await release.wait()
+        return True
+
+    install_jobs(app)
+    full = app.engine(Config(mode=mode))
+    reader = engine_for(full, Caller("key:reader", frozenset({"mcpaql:read"}), "api_key"))
+    session = Session(identity="key:reader")
+    tool = tool_for(full, "rebuild")
+    assert tool is not None
+    started = await full.call_tool(tool, {"operation": "rebuild"}, Context(session=session))
+    eid = started["data"]["execution_id"]
+    read_tool = tool_for(reader, "get_execution_state")
+    assert read_tool is not None  # a reader may still look at the task
+    state = await reader.call_tool(
+        read_tool, {"operation": "get_execution_state", "params": {"execution_id": eid}}, Context(session=session)
+    )
+    assert state["success"] is True
+    cancel_tool = tool_for(reader, "cancel_execution")
+    if cancel_tool is not None:  # single mode: the one tool exists, the operation is refused inside it
+        refused = await reader.call_tool(
+            cancel_tool, {"operation": "cancel_execution", "params": {"execution_id": eid}}, Context(session=session)
+        )
+        assert refused["success"] is False and refused["error"]["code"] in REFUSED
+        assert cancel_refused(eid, refused) is not None
+    after = await full.call_tool(
+        read_tool if mode != "semantic" else tool_for(full, "get_execution_state") or "",
+        {"operation": "get_execution_state", "params": {"execution_id": eid}},
+        Context(session=session),
+    )
+    assert after["data"]["status"] in ("pending", "running")  # not cancelled
+    release.set()
+
+
+def test_cancelling_a_finished_task_is_not_an_error_but_a_refusal_is() -> None:
+    from mcpaql.mcp.tasks import cancel_refused
+
+    finished = {"success": False, "error": {"code": "VALIDATION_INVALID_VALUE", "details": {"constraint": "lifecycle"}}}
+    assert cancel_refused("e1", finished) is None
+    assert cancel_refused("e1", {"success": True, "data": {}}) is None
+    denied = cancel_refused("e1", {"success": False, "error": {"code": "PERMISSION_DENIED", "details": {}}})
+    assert denied is not None and "e1" in str(denied.error.data)

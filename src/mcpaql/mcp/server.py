@@ -40,6 +40,7 @@ from .tasks import (
     TASKS_EXTENSION,
     UpdateTaskRequestParams,
     background_operations,
+    cancel_refused,
     client_declares_tasks,
     create_task_result,
     requested_operation,
@@ -229,7 +230,10 @@ def build_server(
 
     async def on_task_cancel(ctx: ServerRequestContext[Any], params: types.CancelTaskRequestParams) -> HandlerResult:
         await known_state(ctx, params.task_id)
-        await execution_state(ctx, params.task_id, "cancel_execution")  # cooperative: a finished task stays finished
+        envelope = await execution_state(ctx, params.task_id, "cancel_execution")  # cooperative: a finished task stays finished
+        refused = cancel_refused(params.task_id, envelope)
+        if refused is not None:
+            raise refused
         return {}
 
     async def on_task_update(ctx: ServerRequestContext[Any], params: UpdateTaskRequestParams) -> HandlerResult:

@@ -115,3 +115,22 @@ def create_task_result(engine: Engine, envelope: dict[str, Any]) -> dict[str, An
 
 def unknown_task(task_id: str) -> MCPError:
     return MCPError(code=types.INVALID_PARAMS, message="Unknown task", data={"taskId": task_id[:100]})
+
+
+def cancel_refused(task_id: str, envelope: dict[str, Any]) -> MCPError | None:
+    """The error for a ``tasks/cancel`` whose ``cancel_execution`` the caller may not run (its
+    scopes, the gatekeeper, a block) — never a silent ``{}`` for a cancel that did not happen.
+    A task that already finished is not an error (cancelling it is a no-op, as the extension says)."""
+    if envelope.get("success") is True:
+        return None
+    error = envelope.get("error")
+    error = error if isinstance(error, dict) else {}
+    code = str(error.get("code", ""))
+    details = error.get("details")
+    if isinstance(details, dict) and details.get("constraint") == "lifecycle":
+        return None  # already finished (safety/lifecycle.illegal_now): nothing to cancel
+    return MCPError(
+        code=types.INVALID_REQUEST,
+        message="Task cannot be cancelled by this caller",
+        data={"taskId": task_id[:100], "code": code},
+    )
