@@ -43,6 +43,7 @@ from .registry import Registry
 from .schema import json_type_of
 from .session import Session
 from .surface import ToolDef, build_surface
+from .validate import Memo
 
 log = logging.getLogger("mcpaql.dispatch")
 
@@ -108,8 +109,9 @@ class Engine:
         self._compiled: dict[str, CompiledOperation] = {}
         details: dict[str, dict[str, Any]] = {}
         served = {op.name for op in self.operations}  # by name: comparing specs is slow for 10,000 ops
+        memo: Memo = {}  # sub-schemas shared between operations are compiled once per engine
         for op in registry.operations:
-            compiled = CompiledOperation(op)
+            compiled = CompiledOperation(op, memo)
             if op.name == "introspect" and op.handler is None:
                 compiled.handler = self._introspect
                 compiled.checkers["query"] = check_query  # unsupported query → INVALID_QUERY_TYPE

@@ -11,7 +11,9 @@ enum / range / length / pattern → ``VALIDATION_INVALID_VALUE`` (recoverable, M
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from datetime import date, datetime
 from typing import Any
 
@@ -96,6 +98,74 @@ def compile_schema(schema: dict[str, Any], closed_objects: bool = False, memo: M
 
 
 Memo = dict[tuple[int, bool], tuple[Any, Checker]]
+
+# Checkers shared by shape across operations and engines: 10,000 operations repeat a few
+# parameter shapes (an id string, a limit integer, one body model …), and a checker is a pure
+# function of (schema, closed), so each distinct shape is compiled once. Bounded (LRU) so a
+# process that builds engine after engine does not grow without end.
+_CHECKERS_MAX = 4096
+_KEY_BUDGET = 512  # schema nodes: bigger shapes (rare, and each one distinct) skip the cache
+_checkers: OrderedDict[tuple[Hashable, bool], Checker] = OrderedDict()
+_checkers_lock = threading.Lock()
+
+
+class _NoKey(Exception):
+    pass
+
+
+def shape_key(schema: Any, budget: int = _KEY_BUDGET) -> Hashable | None:
+    """A hashable canonical form of a JSON schema (key order ignored; ``true``, ``1`` and ``1.0``
+    kept apart, as JSON Schema does), or None for one too large, cyclic or not plain JSON."""
+    left = budget
+    active: set[int] = set()
+
+    def enc(v: Any) -> Hashable:
+        nonlocal left
+        left -= 1
+        if left < 0:
+            raise _NoKey
+        if isinstance(v, dict):
+            if id(v) in active:
+                raise _NoKey
+            active.add(id(v))
+            try:
+                if not all(isinstance(k, str) for k in v):
+                    raise _NoKey
+                return ("o", tuple(sorted((k, enc(x)) for k, x in v.items())))
+            finally:
+                active.discard(id(v))
+        if isinstance(v, list | tuple):
+            return ("a", tuple(enc(x) for x in v))
+        if v is None or isinstance(v, bool | int | float | str):
+            return (type(v).__name__, v)
+        raise _NoKey
+
+    try:
+        return enc(schema)
+    except (_NoKey, RecursionError):
+        return None
+
+
+def checker_for(schema: dict[str, Any], closed_objects: bool = False, memo: Memo | None = None) -> Checker:
+    """:func:`compile_schema`, shared: the same shape gets the same checker (see ``_checkers``).
+    ``memo`` (by identity, one per engine build) shares the named sub-shapes of the larger
+    schemas the cache skips; a cached checker is compiled on its own, so it keeps nothing of
+    the engine that first asked for it alive."""
+    key = shape_key(schema)
+    if key is None:
+        return compile_schema(schema, closed_objects, memo)
+    full = (key, closed_objects)
+    with _checkers_lock:
+        hit = _checkers.get(full)
+        if hit is not None:
+            _checkers.move_to_end(full)
+            return hit
+    check = compile_schema(schema, closed_objects)
+    with _checkers_lock:
+        check = _checkers.setdefault(full, check)
+        if len(_checkers) > _CHECKERS_MAX:
+            _checkers.popitem(last=False)
+    return check
 
 
 def _compile(s: dict[str, Any], closed_objects: bool, memo: Memo) -> Checker:
