@@ -74,8 +74,15 @@ class Config:
     open_world: bool | None = None
     # Categories this server lets through, in every mode (MODES §5.3, OVW "Single Mode").
     allow: frozenset[str] = frozenset({"CREATE", "READ", "UPDATE", "DELETE", "EXECUTE"})
+    # Sync (plain ``def``) handlers run in worker threads, at most this many at once per engine
+    # (mcpaql.protocol.workers); further calls wait for a free thread.
+    handler_threads: int = 16
 
     def __post_init__(self) -> None:
+        if isinstance(self.handler_threads, bool) or not isinstance(self.handler_threads, int):
+            raise ConfigError(f"handler_threads must be an integer, got {self.handler_threads!r}")
+        if not 1 <= self.handler_threads <= 1024:
+            raise ConfigError(f"handler_threads={self.handler_threads} is outside the allowed range 1..1024")
         if self.mode not in MODES:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got '{self.mode}'")
         if self.prefix and not PREFIX_RE.match(self.prefix):

@@ -88,7 +88,7 @@ def shape_of(tp: Any) -> tuple[TypeAdapter[Any], dict[str, Any]]:
     made = (adapter, adapter.json_schema())
     with _shapes_lock:
         _shapes[key] = made
-        if len(_shapes) > _SHAPES_MAX:
+        while len(_shapes) > _SHAPES_MAX:
             _shapes.popitem(last=False)
     return made
 

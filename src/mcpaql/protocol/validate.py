@@ -163,7 +163,7 @@ def checker_for(schema: dict[str, Any], closed_objects: bool = False, memo: Memo
     check = compile_schema(schema, closed_objects)
     with _checkers_lock:
         check = _checkers.setdefault(full, check)
-        if len(_checkers) > _CHECKERS_MAX:
+        while len(_checkers) > _CHECKERS_MAX:
             _checkers.popitem(last=False)
     return check
 
