@@ -14,12 +14,12 @@ import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from mcpaql import Adapter, Config
 from mcpaql.adapters import python as py_adapter
@@ -71,11 +71,13 @@ def _python_app(n: int, tag: str) -> Adapter:
     shapes: list[tuple[dict[str, Any], Any]] = [
         ({"item_id": str, "limit": int, "mark": mark, "return": dict[str, Any]}, ("a", 10, tag)),
         ({"item": Item, "mark": mark, "return": Item}, (None, tag)),
-        ({"names": list[str], "flag": bool, "return": list[str]}, (False,)),
+        ({"names": list[str], "flag": bool, "size": None, "return": list[str]}, (False, 20)),
         ({"x": float, "note": str | None, "return": float}, (None,)),
     ]
     for i in range(n):
         hints, defaults = shapes[i % 4]
+        if "size" in hints:  # a new FieldInfo per function, as postponed annotations evaluate it
+            hints = {**hints, "size": Annotated[int, Field(ge=1, le=100)]}
         params = [k for k in hints if k != "return"]
         src = f"def f({', '.join(params)}): return {params[0]}"
         scope: dict[str, Any] = {}

@@ -73,9 +73,12 @@ def shape_of(tp: Any) -> tuple[TypeAdapter[Any], dict[str, Any]]:
     too: treat it as read-only (``resolve`` copies what it changes).
 
     Keyed by the annotation and its repr: typing objects compare structurally
-    (``list[str] == list[str]``) but unions ignore member order, which the schema keeps."""
+    (``list[str] == list[str]``) but unions ignore member order, which the schema keeps.
+    ``Annotated`` metadata (``Field(ge=1)``, docs, markers) is keyed by its type and repr: a
+    module with postponed annotations evaluates a new ``FieldInfo`` for every function, and
+    FieldInfo compares by identity."""
     try:
-        key = (tp, repr(tp))
+        key = _annotation_key(tp)
         with _shapes_lock:
             hit = _shapes.get(key)
             if hit is not None:
@@ -91,6 +94,13 @@ def shape_of(tp: Any) -> tuple[TypeAdapter[Any], dict[str, Any]]:
         while len(_shapes) > _SHAPES_MAX:
             _shapes.popitem(last=False)
     return made
+
+
+def _annotation_key(tp: Any) -> Any:
+    if get_origin(tp) is Annotated:
+        base, *meta = get_args(tp)
+        return ("Annotated", _annotation_key(base), tuple((type(m), repr(m)) for m in meta))
+    return (tp, repr(tp))
 
 
 def _docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:

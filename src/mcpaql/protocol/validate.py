@@ -104,7 +104,7 @@ Memo = dict[tuple[int, bool], tuple[Any, Checker]]
 # function of (schema, closed), so each distinct shape is compiled once. Bounded (LRU) so a
 # process that builds engine after engine does not grow without end.
 _CHECKERS_MAX = 4096
-_KEY_BUDGET = 512  # schema nodes: bigger shapes (rare, and each one distinct) skip the cache
+_KEY_BUDGET = 64  # schema nodes: bigger shapes (request bodies, mostly shared by identity) skip it
 _checkers: OrderedDict[tuple[Hashable, bool], Checker] = OrderedDict()
 _checkers_lock = threading.Lock()
 
@@ -148,9 +148,14 @@ def shape_key(schema: Any, budget: int = _KEY_BUDGET) -> Hashable | None:
 
 def checker_for(schema: dict[str, Any], closed_objects: bool = False, memo: Memo | None = None) -> Checker:
     """:func:`compile_schema`, shared: the same shape gets the same checker (see ``_checkers``).
-    ``memo`` (by identity, one per engine build) shares the named sub-shapes of the larger
-    schemas the cache skips; a cached checker is compiled on its own, so it keeps nothing of
-    the engine that first asked for it alive."""
+    ``memo`` (by identity, one per engine build) shares the schemas operations hold in common
+    (an OpenAPI component, a wrapped server's shared definition) and the named sub-shapes of
+    the larger schemas the cache skips; a cached checker is compiled on its own, so it keeps
+    nothing of the engine that first asked for it alive."""
+    if memo is not None:
+        seen = memo.get((id(schema), closed_objects))
+        if seen is not None:
+            return seen[1]
     key = shape_key(schema)
     if key is None:
         return compile_schema(schema, closed_objects, memo)
@@ -159,13 +164,15 @@ def checker_for(schema: dict[str, Any], closed_objects: bool = False, memo: Memo
         hit = _checkers.get(full)
         if hit is not None:
             _checkers.move_to_end(full)
-            return hit
-    check = compile_schema(schema, closed_objects)
-    with _checkers_lock:
-        check = _checkers.setdefault(full, check)
-        while len(_checkers) > _CHECKERS_MAX:
-            _checkers.popitem(last=False)
-    return check
+    if hit is None:
+        hit = compile_schema(schema, closed_objects)
+        with _checkers_lock:
+            hit = _checkers.setdefault(full, hit)
+            while len(_checkers) > _CHECKERS_MAX:
+                _checkers.popitem(last=False)
+    if memo is not None:
+        memo[(id(schema), closed_objects)] = (schema, hit)
+    return hit
 
 
 def _compile(s: dict[str, Any], closed_objects: bool, memo: Memo) -> Checker:
