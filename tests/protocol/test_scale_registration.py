@@ -236,5 +236,7 @@ def test_shape_key_gives_up_on_cycles_large_shapes_and_non_json() -> None:
     assert validate.shape_key(cyclic) is None
     assert validate.shape_key({"enum": list(range(1000))}) is None
     assert validate.shape_key({"default": object()}) is None
+    assert validate.shape_key({"enum": ("a", "b")}) is None  # a tuple is not what JSON decodes to
+    assert validate.shape_key({1: "x"}) is None
     # and such a schema still gets a checker (just not a shared one)
     assert validate.checker_for({"enum": list(range(1000))})(5, "p") == 5

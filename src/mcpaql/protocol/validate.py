@@ -10,6 +10,7 @@ enum / range / length / pattern → ``VALIDATION_INVALID_VALUE`` (recoverable, M
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections import OrderedDict
@@ -109,41 +110,31 @@ _checkers: OrderedDict[tuple[Hashable, bool], Checker] = OrderedDict()
 _checkers_lock = threading.Lock()
 
 
-class _NoKey(Exception):
-    pass
+_JSON_SCALARS = (str, int, float, bool, type(None))
 
 
 def shape_key(schema: Any, budget: int = _KEY_BUDGET) -> Hashable | None:
-    """A hashable canonical form of a JSON schema (key order ignored; ``true``, ``1`` and ``1.0``
-    kept apart, as JSON Schema does), or None for one too large, cyclic or not plain JSON."""
+    """A canonical form of a JSON schema — its JSON text with sorted keys, so key order does not
+    matter while ``true``, ``1`` and ``1.0`` stay apart as JSON Schema keeps them — or None for
+    one over ``budget`` nodes, cyclic, or not plain JSON (then it is not shared). Counted first,
+    so a schema whose shared sub-shapes would print exponentially large is never printed."""
+    stack = [schema]
     left = budget
-    active: set[int] = set()
-
-    def enc(v: Any) -> Hashable:
-        nonlocal left
+    while stack:
+        v = stack.pop()
         left -= 1
         if left < 0:
-            raise _NoKey
-        if isinstance(v, dict):
-            if id(v) in active:
-                raise _NoKey
-            active.add(id(v))
-            try:
-                if not all(isinstance(k, str) for k in v):
-                    raise _NoKey
-                return ("o", tuple(sorted((k, enc(x)) for k, x in v.items())))
-            finally:
-                active.discard(id(v))
-        if isinstance(v, list | tuple):
-            return ("a", tuple(enc(x) for x in v))
-        if v is None or isinstance(v, bool | int | float | str):
-            return (type(v).__name__, v)
-        raise _NoKey
-
-    try:
-        return enc(schema)
-    except (_NoKey, RecursionError):
-        return None
+            return None  # too large (or a cycle, which never ends)
+        t = type(v)
+        if t is dict:
+            if any(type(k) is not str for k in v):
+                return None
+            stack.extend(v.values())
+        elif t is list:
+            stack.extend(v)
+        elif t not in _JSON_SCALARS:
+            return None  # tuples, subclasses, objects: not what a JSON document holds
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
 
 
 def checker_for(schema: dict[str, Any], closed_objects: bool = False, memo: Memo | None = None) -> Checker:
