@@ -105,12 +105,19 @@ class Config:
     # The deployment secret(s): the first signs, all verify (rotation). Empty: a random key per
     # engine, so cursors are valid only in the process that issued them. Never printed.
     secret_keys: tuple[bytes, ...] = field(default=(), repr=False, compare=False)
+    # Sync (plain ``def``) handlers run in worker threads, at most this many at once per engine
+    # (mcpaql.protocol.workers); further calls wait for a free thread.
+    handler_threads: int = 16
 
     def __post_init__(self) -> None:
         for key, hi in (("listing_threshold", 1_000_000), ("introspect_page_size", INTROSPECT_PAGE_MAX)):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= hi:
                 raise ConfigError(f"{key} must be an integer from 1 to {hi}, got {v!r}")
+        if isinstance(self.handler_threads, bool) or not isinstance(self.handler_threads, int):
+            raise ConfigError(f"handler_threads must be an integer, got {self.handler_threads!r}")
+        if not 1 <= self.handler_threads <= 1024:
+            raise ConfigError(f"handler_threads={self.handler_threads} is outside the allowed range 1..1024")
         if self.mode not in MODES:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got '{self.mode}'")
         if self.prefix and not PREFIX_RE.match(self.prefix):

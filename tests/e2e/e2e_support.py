@@ -29,13 +29,13 @@ def free_port() -> int:
 
 
 class HttpServer:
-    """``app_server.py http`` in a subprocess on a free loopback port."""
+    """``app_server.py http`` (or another ``app`` script) in a subprocess on a free loopback port."""
 
-    def __init__(self, *flags: str, env: dict[str, str] | None = None, script: str = APP) -> None:
+    def __init__(self, *flags: str, env: dict[str, str] | None = None, script: str = APP, app: str | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         full_env = {**os.environ, **ENV_BASE, **(env or {})}
-        cmd = [PY, script, "http", "--port", str(self.port), "--exit-with-stdin", *flags]
+        cmd = [PY, app or script, "http", "--port", str(self.port), "--exit-with-stdin", *flags]
         # stdin is a pipe we never write: if the test run dies, EOF takes the server down with it.
         self.proc = subprocess.Popen(cmd, env=full_env, stdin=subprocess.PIPE)
         deadline = time.monotonic() + 20

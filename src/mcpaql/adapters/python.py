@@ -19,8 +19,10 @@ from __future__ import annotations
 import enum
 import inspect
 import re
+import threading
 import types as pytypes
 import typing
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any, TypeVar, get_args, get_origin
 
@@ -55,6 +57,50 @@ def _is_simple(tp: Any) -> bool:
     if origin in (list, dict, typing.Literal):
         return origin is typing.Literal or all(_is_simple(a) for a in get_args(tp))
     return False
+
+
+# Building a pydantic TypeAdapter and its JSON Schema costs about a millisecond per annotation;
+# operations repeat the same few annotations (``str``, ``int = 10``, one model …), so each is
+# built once and shared by every operation (and engine) that uses it. Bounded (LRU), so a
+# process defining adapters over and over — tests, reloads — does not keep every class alive.
+_SHAPES_MAX = 2048
+_shapes: OrderedDict[Any, tuple[TypeAdapter[Any], dict[str, Any]]] = OrderedDict()
+_shapes_lock = threading.Lock()
+
+
+def shape_of(tp: Any) -> tuple[TypeAdapter[Any], dict[str, Any]]:
+    """The shared ``(TypeAdapter(tp), its JSON Schema)`` for an annotation. The schema is shared
+    too: treat it as read-only (``resolve`` copies what it changes).
+
+    Keyed by the annotation and its repr: typing objects compare structurally
+    (``list[str] == list[str]``) but unions ignore member order, which the schema keeps.
+    ``Annotated`` metadata (``Field(ge=1)``, docs, markers) is keyed by its type and repr: a
+    module with postponed annotations evaluates a new ``FieldInfo`` for every function, and
+    FieldInfo compares by identity."""
+    try:
+        key = _annotation_key(tp)
+        with _shapes_lock:
+            hit = _shapes.get(key)
+            if hit is not None:
+                _shapes.move_to_end(key)
+                return hit
+    except TypeError:  # an unhashable annotation (metadata without __hash__): built each time
+        adapter = TypeAdapter(tp)
+        return adapter, adapter.json_schema()
+    adapter = TypeAdapter(tp)
+    made = (adapter, adapter.json_schema())
+    with _shapes_lock:
+        _shapes[key] = made
+        while len(_shapes) > _SHAPES_MAX:
+            _shapes.popitem(last=False)
+    return made
+
+
+def _annotation_key(tp: Any) -> Any:
+    if get_origin(tp) is Annotated:
+        base, *meta = get_args(tp)
+        return ("Annotated", _annotation_key(base), tuple((type(m), repr(m)) for m in meta))
+    return (tp, repr(tp))
 
 
 def _docstring_parts(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
@@ -98,14 +144,14 @@ def _returns(fn_name: str, tp: Any) -> tuple[TypeRef, list[TypeSpec]]:
     origin = get_origin(tp)
     inner = get_args(tp)[0] if origin in (list, tuple) and get_args(tp) else None
     if isinstance(tp, type) and issubclass(tp, BaseModel | enum.Enum):
-        schema = resolve(TypeAdapter(tp).json_schema(), tp.__name__)
+        schema = resolve(shape_of(tp)[1], tp.__name__)
         kind = "enum" if issubclass(tp, enum.Enum) else "object"
         return TypeRef(tp.__name__, kind, _own_doc(tp)), type_specs(schema)
     if inner is not None and isinstance(inner, type) and issubclass(inner, BaseModel):
-        schema = resolve(TypeAdapter(inner).json_schema(), inner.__name__)
+        schema = resolve(shape_of(inner)[1], inner.__name__)
         return TypeRef(f"{inner.__name__}[]", "object", f"Array of {inner.__name__}"), type_specs(schema)
     try:
-        schema = resolve(TypeAdapter(tp).json_schema(), pascal(fn_name, "result"))
+        schema = resolve(shape_of(tp)[1], pascal(fn_name, "result"))
     except Exception:
         return TypeRef("Object", "object"), []
     label = schema.get("type", "object")
@@ -126,8 +172,8 @@ def _param(fn_name: str, pname: str, param: inspect.Parameter, tp: Any, doc: str
                 description = description or m.description
             elif m is Sensitive:
                 sensitive = True
-    adapter = TypeAdapter(tp)
-    schema = resolve(adapter.json_schema(), pascal(fn_name, pname) if not _named(base) else base.__name__)
+    adapter, raw = shape_of(tp)
+    schema = resolve(raw, pascal(fn_name, pname) if not _named(base) else base.__name__)
     schema = strip_null(schema) if param.default is None else schema
     if description is None:
         description = schema.get("description")
@@ -228,8 +274,10 @@ class Adapter:
         # Opens and closes the backend's resources with the server (an async context manager
         # factory, as Starlette's and the MCP SDK's lifespan): entered when serving starts.
         self.lifespan = lifespan
-        # Fail at definition time, not at serve time: the registry validates every name.
-        self.registry()
+        # Fail at definition time, not at serve time: the registry validates every name. The
+        # probe is kept and grows with each add (None: rebuild it on the next add), so defining
+        # n operations validates each once, not the whole list again each time (O(n), not O(n²)).
+        self._probe: Registry | None = self.registry()
 
     # ---- decorators ---------------------------------------------------------------------
 
@@ -260,8 +308,9 @@ class Adapter:
 
     def type(self, tp: type) -> type:
         """Add a model or enum to ``introspect types`` even if no operation mentions it."""
-        schema = resolve(TypeAdapter(tp).json_schema(), tp.__name__)
+        schema = resolve(shape_of(tp)[1], tp.__name__)
         self._types.extend(type_specs(schema))
+        self._probe = None  # types go in before operations: the next add rebuilds the probe
         return tp
 
     # ---- building -----------------------------------------------------------------------
@@ -324,11 +373,17 @@ class Adapter:
         return op
 
     def add(self, spec: OperationSpec) -> OperationSpec:
-        probe = self.registry()  # validates against what is already there, extensions included
-        for ext in self._extensions:
-            if ext.rewrite is not None:
-                ext.rewrite(spec)  # an extension refusing this spec refuses it now, not at serve time
-        probe.add(spec, reserved_ok=bool(spec.extensions.get("reserved")))
+        """Validate ``spec`` against what is already there (extensions included) and keep it."""
+        probe = self._probe if self._probe is not None else self.registry()
+        try:
+            for ext in self._extensions:
+                if ext.rewrite is not None:
+                    ext.rewrite(spec)  # an extension refusing this spec refuses it now, not at serve time
+            probe.add(spec, reserved_ok=bool(spec.extensions.get("reserved")))
+        except BaseException:
+            self._probe = None  # a refused spec may have left some of its types behind
+            raise
+        self._probe = probe
         self._specs.append(spec)
         return spec
 
@@ -339,7 +394,7 @@ class Adapter:
         operations must not collide with them.
         """
         trial = [*self._extensions, extension]
-        self._registry_with(trial)
+        self._probe = self._registry_with(trial)
         self._extensions = trial
         return extension
 

@@ -20,7 +20,7 @@ from .errors import MCPAQLError, invalid_type, invalid_value, missing_param, rep
 from .limits import encoding_error
 from .operations import NO_DEFAULT, OperationSpec, ParamSpec
 from .schema import type_label
-from .validate import Checker, compile_schema
+from .validate import Checker, Memo, checker_for
 
 _RESERVED_KEYS = frozenset({"operation", "params"})
 
@@ -64,11 +64,13 @@ class CompiledOperation:
         "valid_params",
     )
 
-    def __init__(self, spec: OperationSpec) -> None:
+    def __init__(self, spec: OperationSpec, memo: Memo | None = None) -> None:
+        """``memo``: one per engine build, so operations sharing resolved sub-schemas compile
+        them once; checkers for whole parameter shapes are shared anyway (``checker_for``)."""
         self.spec = spec
         self.handler: Callable[..., Any] | None = spec.handler
         self.params: dict[str, ParamSpec] = {p.name: p for p in spec.params}
-        self.checkers: dict[str, Checker] = {p.name: compile_schema(p.schema, p.closed) for p in spec.params}
+        self.checkers: dict[str, Checker] = {p.name: checker_for(p.schema, p.closed, memo) for p in spec.params}
         self.required = tuple(p for p in spec.params if p.required)
         self.defaults = tuple(p for p in spec.params if p.default is not NO_DEFAULT and not p.required)
         self.valid_params = sorted(self.params)

@@ -43,6 +43,8 @@ from .registry import Registry
 from .schema import json_type_of
 from .session import Session
 from .surface import ToolDef, build_surface
+from .validate import Memo
+from .workers import WORKERS_KEY, new_limiter, run_in_worker
 
 log = logging.getLogger("mcpaql.dispatch")
 
@@ -51,6 +53,31 @@ Guard = Callable[[CompiledOperation, dict[str, Any], Context], Awaitable[None]]
 # ``quota_status`` and ``adapter_info``. Called with the context and the optional ``name``.
 IntrospectQuery = Callable[[Context, Any], Awaitable[Any]]
 ANY_FAMILY = object()  # in-process callers that skip endpoint matching
+
+
+class _Ready:
+    """JSON-ready data made in a worker thread (vs an awaitable a sync handler handed back)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+
+def _jsonable(result: Any, name: str) -> Any:
+    try:
+        return to_jsonable_python(result, by_alias=True)
+    except PydanticSerializationError:
+        log.error("operation %r returned a value that is not JSON-serializable", name)
+        raise internal_error("the operation returned an unsupported value") from None
+
+
+def _call_jsonable(handler: Callable[..., Any], kwargs: dict[str, Any], name: str) -> Any:
+    """Run in a worker thread: the sync handler, then its result made JSON-ready."""
+    result = handler(**kwargs)
+    if hasattr(result, "__await__"):
+        return result  # awaited back on the loop by run_in_worker
+    return _Ready(_jsonable(result, name))
 
 
 class Engine:
@@ -110,11 +137,14 @@ class Engine:
         # Derived from the deployment secret (every process agrees), else random per engine.
         self.cursor_keys: tuple[bytes, ...] = cursor_keys(self.config.secret_keys) or (os.urandom(32),)
         self.cursor_secret = self.cursor_keys[0]
+        # Sync handlers run in worker threads, this many at once (protocol/workers.py).
+        self.workers = new_limiter(self.config.handler_threads)
         self._compiled: dict[str, CompiledOperation] = {}
         details: dict[str, dict[str, Any]] = {}
         served = {op.name for op in self.operations}  # by name: comparing specs is slow for 10,000 ops
+        memo: Memo = {}  # sub-schemas shared between operations are compiled once per engine
         for op in registry.operations:
-            compiled = CompiledOperation(op)
+            compiled = CompiledOperation(op, memo)
             if op.name == "introspect" and op.handler is None:
                 compiled.handler = self._introspect
                 compiled.checkers["query"] = check_query  # unsupported query → INVALID_QUERY_TYPE
@@ -188,6 +218,7 @@ class Engine:
         )
         narrowed.cursor_keys = self.cursor_keys  # a random per-engine key too: one caller, one cursor space
         narrowed.cursor_secret = self.cursor_secret
+        narrowed.workers = self.workers  # one bound on sync-handler threads for the server, not per grant
         return narrowed
 
     # ---- sessions --------------------------------------------------------------------------
@@ -265,19 +296,17 @@ class Engine:
         ctx.operation = name
         ctx.endpoint = spec.family
         ctx.extensions[CURSOR_SECRET_KEY] = self.cursor_keys  # first signs, all verify
+        ctx.extensions[WORKERS_KEY] = self.workers
         bound = compiled.bind(request, self.config.strict_mode, has_nul, ctx.warnings)
         ctx.request_meta = bound.meta
         for guard in self.guards:
             await guard(compiled, bound.values, ctx)
-        result = await self._invoke(compiled, bound.kwargs, ctx)
-        try:
-            data = to_jsonable_python(result, by_alias=True)
-        except PydanticSerializationError:
-            log.error("operation %r returned a value that is not JSON-serializable", name)
-            raise internal_error("the operation returned an unsupported value") from None
-        return success(data, ctx.warnings)
+        return success(await self._invoke(compiled, bound.kwargs, ctx), ctx.warnings)
 
     async def _invoke(self, compiled: CompiledOperation, kwargs: dict[str, Any], ctx: Context) -> Any:
+        """The handler's result as JSON-ready data. An async handler runs on the loop; a sync
+        one runs in a worker thread, and its result is made JSON-ready there too (a large
+        result costs CPU the loop should not pay), under the engine's bound (workers.py)."""
         spec = compiled.spec
         handler = compiled.handler
         if handler is None:
@@ -285,11 +314,9 @@ class Engine:
         if spec.context_param:
             kwargs[spec.context_param] = ctx
         if spec.is_async:
-            return await handler(**kwargs)
-        result = handler(**kwargs)
-        if hasattr(result, "__await__"):
-            return await result
-        return result
+            return _jsonable(await handler(**kwargs), spec.name)
+        result = await run_in_worker(self.workers, _call_jsonable, handler=handler, kwargs=kwargs, name=spec.name)
+        return result.data if isinstance(result, _Ready) else _jsonable(result, spec.name)
 
     async def _introspect(self, query: Any, name: Any = None, ctx: Context | None = None, **listing: Any) -> Any:
         extra = self.introspect_queries.get(query) if isinstance(query, str) else None

@@ -10,8 +10,11 @@ enum / range / length / pattern → ``VALIDATION_INVALID_VALUE`` (recoverable, M
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from datetime import date, datetime
 from typing import Any
 
@@ -96,6 +99,71 @@ def compile_schema(schema: dict[str, Any], closed_objects: bool = False, memo: M
 
 
 Memo = dict[tuple[int, bool], tuple[Any, Checker]]
+
+# Checkers shared by shape across operations and engines: 10,000 operations repeat a few
+# parameter shapes (an id string, a limit integer, one body model …), and a checker is a pure
+# function of (schema, closed), so each distinct shape is compiled once. Bounded (LRU) so a
+# process that builds engine after engine does not grow without end.
+_CHECKERS_MAX = 4096
+_KEY_BUDGET = 64  # schema nodes: bigger shapes (request bodies, mostly shared by identity) skip it
+_checkers: OrderedDict[tuple[Hashable, bool], Checker] = OrderedDict()
+_checkers_lock = threading.Lock()
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def shape_key(schema: Any, budget: int = _KEY_BUDGET) -> Hashable | None:
+    """A canonical form of a JSON schema — its JSON text with sorted keys, so key order does not
+    matter while ``true``, ``1`` and ``1.0`` stay apart as JSON Schema keeps them — or None for
+    one over ``budget`` nodes, cyclic, or not plain JSON (then it is not shared). Counted first,
+    so a schema whose shared sub-shapes would print exponentially large is never printed."""
+    stack = [schema]
+    left = budget
+    while stack:
+        v = stack.pop()
+        left -= 1
+        if left < 0:
+            return None  # too large (or a cycle, which never ends)
+        t = type(v)
+        if t is dict:
+            if any(type(k) is not str for k in v):
+                return None
+            stack.extend(v.values())
+        elif t is list:
+            stack.extend(v)
+        elif t not in _JSON_SCALARS:
+            return None  # tuples, subclasses, objects: not what a JSON document holds
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
+
+
+def checker_for(schema: dict[str, Any], closed_objects: bool = False, memo: Memo | None = None) -> Checker:
+    """:func:`compile_schema`, shared: the same shape gets the same checker (see ``_checkers``).
+    ``memo`` (by identity, one per engine build) shares the schemas operations hold in common
+    (an OpenAPI component, a wrapped server's shared definition) and the named sub-shapes of
+    the larger schemas the cache skips; a cached checker is compiled on its own, so it keeps
+    nothing of the engine that first asked for it alive."""
+    if memo is not None:
+        seen = memo.get((id(schema), closed_objects))
+        if seen is not None:
+            return seen[1]
+    key = shape_key(schema)
+    if key is None:
+        return compile_schema(schema, closed_objects, memo)
+    full = (key, closed_objects)
+    with _checkers_lock:
+        hit = _checkers.get(full)
+        if hit is not None:
+            _checkers.move_to_end(full)
+    if hit is None:
+        hit = compile_schema(schema, closed_objects)
+        with _checkers_lock:
+            hit = _checkers.setdefault(full, hit)
+            while len(_checkers) > _CHECKERS_MAX:
+                _checkers.popitem(last=False)
+    if memo is not None:
+        memo[(id(schema), closed_objects)] = (schema, hit)
+    return hit
 
 
 def _compile(s: dict[str, Any], closed_objects: bool, memo: Memo) -> Checker:

@@ -26,6 +26,7 @@ from ..registry import SchemaError
 from ..schema import parameter_info, pascal
 from ..session import Session
 from ..warnings import deprecation, param_ignored
+from ..workers import in_worker
 from .aggregate import AggregateExpr, AggregationSupport, Aggregator, parse_aggregate
 from .computed import Computed, ComputedValues, normalize
 from .fields import (
@@ -750,6 +751,7 @@ def apply_collection(
         raise _bad(spec.name, f"parameter(s) {clash} are provided by the collection switch; remove them from the handler")
     names = tuple(p.name for p in added)
     original = spec.handler
+    original_async = spec.is_async
     ctx_param = spec.context_param
 
     async def collection_handler(**kwargs: Any) -> Any:
@@ -758,7 +760,10 @@ def apply_collection(
         q = rt.normalize(values, ctx)
         if ctx_param:
             kwargs[ctx_param] = ctx
-        result = original(**kwargs)
+        if not original_async:  # a sync handler may block: a worker thread, not the loop
+            result = await in_worker(ctx, original, **kwargs)
+        else:
+            result = original(**kwargs)
         if inspect.isawaitable(result):
             result = await result
         return await rt.shape(result, q, ctx)
