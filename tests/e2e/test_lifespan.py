@@ -5,6 +5,7 @@ driven by the official MCP client against ``mcpaql serve`` subprocesses (issue 1
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -78,6 +79,14 @@ async def test_stdio_lifespan_opens_before_and_closes_after_serving(tmp_path: Pa
     assert log.read_text().split() == ["open", "call:open", "close"]
 
 
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), 0.2).close()
+        return True
+    except OSError:
+        return False
+
+
 async def test_http_lifespan_closes_on_shutdown(tmp_path: Path) -> None:
     src, log = _app(tmp_path)
     port = free_port()
@@ -88,7 +97,8 @@ async def test_http_lifespan_closes_on_shutdown(tmp_path: Path) -> None:
     )
     try:
         deadline = time.monotonic() + 20
-        while not (log.exists() and "open" in log.read_text()):
+        while not (log.exists() and "open" in log.read_text()) or not _listening(port):
+            # uvicorn runs the lifespan's startup before it binds: wait for both
             assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
             time.sleep(0.05)
         async with connect(f"http://127.0.0.1:{port}/mcp") as conn:
