@@ -76,7 +76,7 @@ def test_descriptions_advertise_introspect_and_operations(listing: Listing) -> N
         endpoint = tool["name"].rsplit("_", 1)[1]
         desc = tool["description"]
         assert "introspect" in desc  # MCPI §7.1 #1: the bootstrap problem
-        assert "Supported operations: " + ", ".join(OPS[endpoint]) in desc
+        assert "Supported operations: " + " ".join(OPS[endpoint]) in desc
 
 
 def test_input_schema_base_shape(listing: Listing) -> None:
