@@ -67,7 +67,9 @@ def test_tool_names_titles_and_annotations(listing: Listing) -> None:
         assert "title" not in tool  # display name travels in annotations.title (seed 003)
         ann = tool["annotations"]
         assert ann["title"] == title
-        assert (ann["readOnlyHint"], ann["destructiveHint"], ann["idempotentHint"]) == HINTS[endpoint]
+        # idempotentHint is sent only when true: MCP's default is false (protocol/surface.py)
+        assert (ann["readOnlyHint"], ann["destructiveHint"], ann.get("idempotentHint", False)) == HINTS[endpoint]
+        assert ("idempotentHint" in ann) is HINTS[endpoint][2]
         assert ann["openWorldHint"] is False
 
 

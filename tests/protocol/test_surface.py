@@ -11,6 +11,7 @@ import pytest
 from aql_support import make_alt_app, make_app
 from mcpaql import Adapter, Config, ConfigError
 from mcpaql.protocol.listing import expand_names
+from mcpaql.protocol.surface import hint
 
 BASE_SCHEMA = {
     "type": "object",
@@ -158,8 +159,8 @@ def test_titles():
 def test_crude_annotations_REQ_MCP_009(family):
     a = tools()[f"tasks_mcpaql_{family}"].annotations
     assert (a["readOnlyHint"], a["destructiveHint"]) == ANNOTATIONS[family]
-    assert a["idempotentHint"] is (family == "read")
-    assert a["openWorldHint"] is False
+    assert a.get("idempotentHint", False) is (family == "read")  # sent only when true (MCP's default is false)
+    assert a["openWorldHint"] is False  # sent: MCP's default is true
 
 
 def test_single_tool_annotations_REQ_MCP_009():
@@ -178,8 +179,19 @@ def test_custom_family_annotations_follow_riskiest_operation_REQ_MCP_009():
 
 
 def test_open_world_hint_configurable():
-    assert all(t.annotations["openWorldHint"] for t in tools(Config(open_world=True)).values())
-    assert all(t.annotations["openWorldHint"] for t in make_app(open_world=True).engine(Config()).tools)
+    assert all(hint(t.annotations, "openWorldHint") for t in tools(Config(open_world=True)).values())
+    assert all(hint(t.annotations, "openWorldHint") for t in make_app(open_world=True).engine(Config()).tools)
+
+
+def test_hints_equal_to_mcp_defaults_are_not_sent_REQ_MCP_009():
+    """MCPI §2.3's two hints always; idempotentHint only when true, openWorldHint only when false."""
+    for config in (Config(), Config(mode="all"), Config(open_world=True)):
+        for t in tools(config).values():
+            a = t.annotations
+            assert {"title", "readOnlyHint", "destructiveHint"} <= set(a)
+            assert a.get("idempotentHint", True) is True and a.get("openWorldHint", False) is False
+    opened = tools(Config(open_world=True))["tasks_mcpaql_read"].annotations
+    assert "openWorldHint" not in opened and opened["idempotentHint"] is True
 
 
 @pytest.mark.parametrize("mode", ["semantic", "single", "all"])

@@ -95,18 +95,33 @@ def _example_line(op: OperationSpec) -> str:
     return _compact(req)
 
 
+# MCP's ToolAnnotations defaults (schema 2025-06-18 and later) for the two hints MCPI §2.3 does not
+# ask for: a hint equal to its default is left out, which means the same to every client.
+MCP_HINT_DEFAULTS = {"idempotentHint": False, "openWorldHint": True}
+
+
+def hint(annotations: dict[str, Any], key: str) -> Any:
+    """A hint's effective value: as sent, else MCP's default."""
+    return annotations.get(key, MCP_HINT_DEFAULTS.get(key))
+
+
 def _annotations(title: str, ops: list[OperationSpec], open_world: bool, world_fixed: bool) -> dict[str, Any]:
     """Derived from the operations the tool actually hosts, conservatively: read-only and
     idempotent only if every hosted operation is; destructive if any is (by category, danger
     level or the wrapped upstream's own ``destructiveHint``); open-world if any hosted
-    wrapped tool is (unless the configuration fixes it)."""
-    return {
+    wrapped tool is (unless the configuration fixes it).
+
+    ``readOnlyHint`` and ``destructiveHint`` are always sent (MCPI §2.3, REQ-MCP-009); the other
+    two only when they differ from MCP's defaults (``MCP_HINT_DEFAULTS``): every tools/list pays
+    for them (58 of GitHub-89's o200k tokens in semantic mode) and an absent hint means its default."""
+    hints: dict[str, Any] = {
         "title": title,
         "readOnlyHint": all(op.category is Category.READ for op in ops),
         "destructiveHint": any(op.destructive for op in ops),
         "idempotentHint": all(op.idempotent for op in ops),
         "openWorldHint": open_world if world_fixed else any(op.open_world(open_world) for op in ops),
     }
+    return {k: v for k, v in hints.items() if k not in MCP_HINT_DEFAULTS or v != MCP_HINT_DEFAULTS[k]}
 
 
 def _input_schema(ops: list[OperationSpec], config: Config) -> dict[str, Any]:
