@@ -185,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{b['their_discrete_definitions']}; all discrete {b['discrete']})"
                 )
     failed = [k for k, t in TARGETS.items() if results[k[0]][k[1]]["tokens"] > t]
+    failed += [k for k, t in FIRST_TASK_TARGETS.items() if results[k[0]]["before_first_create_pull_request"][k[1]] > t]
     return 1 if failed else 0
 
 
