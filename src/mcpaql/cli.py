@@ -806,6 +806,8 @@ def introspect(
         f"[bold]{proto.get('display_name', '?')}[/bold]  adapter={proto.get('adapter')}  "
         f"mode={proto.get('mode')}  MCP-AQL {proto.get('version')}  {proto.get('conformance', '')}"
     )
+    from .protocol.surface import MCP_HINT_DEFAULTS
+
     tt = Table(title="Tools")
     tt.add_column("tool", no_wrap=True)
     tt.add_column("title")
@@ -816,7 +818,8 @@ def introspect(
         tt.add_row(
             t["name"],
             a.get("title", ""),
-            *(str(a.get(k, "-")) for k in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")),
+            # an absent hint means MCP's default (mcpaql sends idempotent/open-world only when they differ)
+            *(str(a.get(k, MCP_HINT_DEFAULTS.get(k, "-"))) for k in ("readOnlyHint", "destructiveHint", *MCP_HINT_DEFAULTS)),
         )
     out.print(tt)
     ot = Table(title="Operations")

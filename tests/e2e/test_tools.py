@@ -67,7 +67,9 @@ def test_tool_names_titles_and_annotations(listing: Listing) -> None:
         assert "title" not in tool  # display name travels in annotations.title (seed 003)
         ann = tool["annotations"]
         assert ann["title"] == title
-        assert (ann["readOnlyHint"], ann["destructiveHint"], ann["idempotentHint"]) == HINTS[endpoint]
+        # idempotentHint is sent only when true: MCP's default is false (protocol/surface.py)
+        assert (ann["readOnlyHint"], ann["destructiveHint"], ann.get("idempotentHint", False)) == HINTS[endpoint]
+        assert ("idempotentHint" in ann) is HINTS[endpoint][2]
         assert ann["openWorldHint"] is False
 
 
@@ -76,7 +78,7 @@ def test_descriptions_advertise_introspect_and_operations(listing: Listing) -> N
         endpoint = tool["name"].rsplit("_", 1)[1]
         desc = tool["description"]
         assert "introspect" in desc  # MCPI §7.1 #1: the bootstrap problem
-        assert "Supported operations: " + ", ".join(OPS[endpoint]) in desc
+        assert "Supported operations: " + " ".join(OPS[endpoint]) in desc
 
 
 def test_input_schema_base_shape(listing: Listing) -> None:

@@ -44,9 +44,8 @@ def test_tool_conversion_keeps_every_annotation() -> None:
         "title": "Unit — Delete",
         "readOnlyHint": False,
         "destructiveHint": True,
-        "idempotentHint": False,
         "openWorldHint": False,
-    }
+    }  # idempotentHint false is MCP's default, so it is not sent
     assert wire["inputSchema"]["required"] == ["operation"]
 
 

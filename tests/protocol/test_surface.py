@@ -10,6 +10,8 @@ import pytest
 
 from aql_support import make_alt_app, make_app
 from mcpaql import Adapter, Config, ConfigError
+from mcpaql.protocol.listing import expand_names
+from mcpaql.protocol.surface import hint
 
 BASE_SCHEMA = {
     "type": "object",
@@ -157,8 +159,8 @@ def test_titles():
 def test_crude_annotations_REQ_MCP_009(family):
     a = tools()[f"tasks_mcpaql_{family}"].annotations
     assert (a["readOnlyHint"], a["destructiveHint"]) == ANNOTATIONS[family]
-    assert a["idempotentHint"] is (family == "read")
-    assert a["openWorldHint"] is False
+    assert a.get("idempotentHint", False) is (family == "read")  # sent only when true (MCP's default is false)
+    assert a["openWorldHint"] is False  # sent: MCP's default is true
 
 
 def test_single_tool_annotations_REQ_MCP_009():
@@ -177,8 +179,19 @@ def test_custom_family_annotations_follow_riskiest_operation_REQ_MCP_009():
 
 
 def test_open_world_hint_configurable():
-    assert all(t.annotations["openWorldHint"] for t in tools(Config(open_world=True)).values())
-    assert all(t.annotations["openWorldHint"] for t in make_app(open_world=True).engine(Config()).tools)
+    assert all(hint(t.annotations, "openWorldHint") for t in tools(Config(open_world=True)).values())
+    assert all(hint(t.annotations, "openWorldHint") for t in make_app(open_world=True).engine(Config()).tools)
+
+
+def test_hints_equal_to_mcp_defaults_are_not_sent_REQ_MCP_009():
+    """MCPI §2.3's two hints always; idempotentHint only when true, openWorldHint only when false."""
+    for config in (Config(), Config(mode="all"), Config(open_world=True)):
+        for t in tools(config).values():
+            a = t.annotations
+            assert {"title", "readOnlyHint", "destructiveHint"} <= set(a)
+            assert a.get("idempotentHint", True) is True and a.get("openWorldHint", False) is False
+    opened = tools(Config(open_world=True))["tasks_mcpaql_read"].annotations
+    assert "openWorldHint" not in opened and opened["idempotentHint"] is True
 
 
 @pytest.mark.parametrize("mode", ["semantic", "single", "all"])
@@ -203,20 +216,29 @@ def test_every_description_references_introspect_REQ_MCP_001(mode):
     for t in ts.values():
         assert "introspect" in t.description
         if "introspect" not in t.operations:  # the description says which tool carries it
-            assert "tasks_mcpaql_read" in t.description and 'query:"operations"' in t.description
+            assert "Parameters: introspect on tasks_mcpaql_read" in t.description
 
 
 def test_read_description_has_bootstrap_example_REQ_MCP_001():
+    """The bootstrap call in full, as the cheapest correct path: one operation's detail."""
     d = tools()["tasks_mcpaql_read"].description
-    assert '{"operation":"introspect","params":{"query":"operations"}}' in d
+    assert 'Parameters: {"operation":"introspect","params":{"query":"operations","name":"<operation>"}}' in d
+
+
+def listed(description: str, header: str = "Supported operations") -> list[str]:
+    """The names a description's operation line spells, braces expanded."""
+    line = next(x for x in description.splitlines() if x.startswith(header))
+    return expand_names(line.split(": ", 1)[1])
 
 
 @pytest.mark.parametrize("family", list(ANNOTATIONS))
 def test_crude_description_template_REQ_MCP_003_REQ_MODE_019(family):
     t = tools()[f"tasks_mcpaql_{family}"]
     d = t.description
-    assert "Supported operations: " + ", ".join(t.operations) in d
-    assert "Example: {" in d
+    assert listed(d) == list(t.operations)
+    # This adapter writes no examples, so no example line: placeholders would teach less than the
+    # operation's detail (test_examples_feed_the_quick_start shows an authored one).
+    assert "Example:" not in d
     assert "Primary semantic categories" not in d  # CRUDE families are single-category
 
 
@@ -225,8 +247,7 @@ def test_alternate_family_description_template_REQ_MCP_004_REQ_MODE_019():
     d = ts["inventory_mcpaql_manage"].description
     assert d.startswith("Change inventory data.")
     assert "Primary semantic categories: CREATE, DELETE" in d
-    assert "Supported operations: create_item, delete_item" in d
-    assert "Example: {" in d
+    assert "Supported operations: create_item delete_item" in d
     q = ts["inventory_mcpaql_query"].description
     assert "Primary semantic categories: READ" in q and "introspect" in q
 
@@ -235,11 +256,11 @@ def test_single_description_template_REQ_MCP_005():
     d = tools(Config(mode="single"))["tasks_mcpaql"].description
     assert d.startswith("MCP-AQL Task Tracker adapter. All operations through unified entry point.")
     for line in (
-        "- Create: create_task, remember",
-        "- Read: list_tasks, get_task, echo, whoami, introspect",
+        "- Create: create_task remember",
+        "- Read: list_tasks get_task echo whoami introspect",
         "- Update: update_task",
         "- Delete: delete_task",
-        "- Execute: run_export, start_job",
+        "- Execute: run_export start_job",
     ):
         assert line in d
     assert 'Quick start: {"operation":"introspect","params":{"query":"operations","name":"<operation>"}}' in d

@@ -15,6 +15,7 @@ from wrap_helpers import fixture_tools
 from mcpaql.adapters.upstream.wrap import build_registry
 from mcpaql.config import Config
 from mcpaql.protocol.dispatch import Engine
+from mcpaql.protocol.surface import MCP_HINT_DEFAULTS, hint
 
 HERE = Path(__file__).resolve().parent / "surfaces"
 
@@ -24,8 +25,9 @@ async def _never(*_: Any) -> dict[str, Any]:
 
 
 def _surface(name: str, tools: list[dict[str, Any]], mode: str = "semantic", **kw: Any) -> dict[str, dict[str, Any]]:
+    """Each tool's annotations with MCP's defaults filled in (a hint equal to its default is not sent)."""
     eng = Engine(build_registry(name, {name: tools}, lambda _up: _never, **kw), Config().with_(mode=mode))
-    return {t.name.removeprefix(f"{name}_mcpaql_"): t.annotations for t in eng.tools}
+    return {t.name.removeprefix(f"{name}_mcpaql_"): {**MCP_HINT_DEFAULTS, **t.annotations} for t in eng.tools}
 
 
 def _capture(name: str) -> list[dict[str, Any]]:
@@ -75,7 +77,7 @@ def test_tools_are_conservative_for_what_they_host(fixture: str) -> None:
             assert tool.annotations["destructiveHint"] is True, tool.name
         if tool.annotations["readOnlyHint"]:
             assert all(op.category.value == "READ" for op in ops if op is not None), tool.name
-        assert tool.annotations["openWorldHint"] is any(u.get("openWorldHint", True) for u in ups) or not ups
+        assert hint(tool.annotations, "openWorldHint") is any(u.get("openWorldHint", True) for u in ups) or not ups
 
 
 def test_demo_surfaces_are_unchanged_without_upstream_hints() -> None:

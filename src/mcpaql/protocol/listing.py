@@ -13,6 +13,7 @@ by name, so the same registry gives byte-identical descriptions in every build.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from .operations import OperationSpec
@@ -79,3 +80,73 @@ def grouped_names(ops: Sequence[OperationSpec], groups_shown: int = GROUPS_SHOWN
 def is_grouped(count: int, threshold: int) -> bool:
     """Whether a tool hosting ``count`` operations lists them grouped (past the threshold)."""
     return count > threshold
+
+
+# ---- compact flat lists: shared prefixes in braces ---------------------------------------------
+#
+# Under the threshold every name is listed. Two things make a list cheaper without hiding a name
+# (measured on GitHub-89, o200k, bench/bench_tokens.py): names separated by spaces, not ", " (a
+# snake_case name never holds a space, and " name" tokenizes with its space while each comma is a
+# token of its own: 393 → 308 tokens for the 90 names), and a verb shared by several names said
+# once: ``get_{commit file_contents issue}`` (→ 252). Members are space separated inside the
+# braces too, since shell-style commas (``get_{commit,file_contents}``) cost a token per name and
+# so save nothing (306). Because that is not the shell's notation, a description that uses braces
+# says once how to read them (``BRACE_LEGEND``), and uses them only where they pay for it.
+
+BRACE_MIN = 4  # names sharing a prefix before they are braced (a prefix is ~1 token, the braces 2)
+BRACE_LEGEND = "x_{a b} = x_a x_b"
+LEGEND_COST = 11  # o200k tokens of " (x_{a b} = x_a x_b)"; the tests check the estimate below against the tokenizer
+
+
+def name_prefix(name: str) -> str:
+    """``get_file_contents`` → ``get_`` (its verb with the underscore); ``""`` for a name with no
+    verb to share (``introspect``, ``get_``)."""
+    head, sep, rest = name.partition("_")
+    return head + sep if sep and rest else ""
+
+
+def _braced_groups(names: Sequence[str]) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        if p := name_prefix(name):
+            groups.setdefault(p, []).append(name)
+    return {p: members for p, members in groups.items() if len(members) >= BRACE_MIN}
+
+
+def braces_pay(lists: Sequence[Sequence[str]]) -> bool:
+    """Whether braces pay in a description holding ``lists``: each braced group saves its prefix
+    once per member but the first and costs two tokens of braces; the legend costs its own."""
+    saved = sum(len(m) - 3 for names in lists for m in _braced_groups(names).values())
+    return saved > LEGEND_COST
+
+
+def render_names(names: Sequence[str], braces: bool) -> str:
+    """The names, space separated, in the given order; with ``braces``, each group of
+    ``BRACE_MIN`` or more names sharing a prefix is written once, at its first member's place,
+    as ``prefix{rest rest ...}``."""
+    if not braces:
+        return " ".join(names)
+    groups = _braced_groups(names)
+    parts: list[str] = []
+    for name in names:
+        p = name_prefix(name)
+        if p not in groups:
+            parts.append(name)
+        elif groups[p][0] == name:
+            parts.append(p + "{" + " ".join(m[len(p) :] for m in groups[p]) + "}")
+    return " ".join(parts)
+
+
+_WORD = re.compile(r"([a-z0-9_]*)\{([^{}]*)\}|(\S+)")
+
+
+def expand_names(text: str) -> list[str]:
+    """The inverse of :func:`render_names`: every name a listing spells, braces expanded
+    (``get_{commit issue} introspect`` → ``[get_commit, get_issue, introspect]``)."""
+    out: list[str] = []
+    for m in _WORD.finditer(text):
+        if m.group(3) is not None:
+            out.append(m.group(3))
+        else:
+            out.extend(m.group(1) + rest for rest in m.group(2).split())
+    return out

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..config import TOOL_NAME_RE, Config, ConfigError
 from .categories import CRUDE_FAMILIES, Category
-from .listing import GROUPS_SHOWN, grouped_names, is_grouped
+from .listing import BRACE_LEGEND, GROUPS_SHOWN, braces_pay, grouped_names, is_grouped, render_names
 from .operations import OperationSpec
 from .registry import Registry
 
@@ -59,11 +59,12 @@ FIND = _compact({"operation": "introspect", "params": {"query": "operations", "s
 DETAIL = _compact({"operation": "introspect", "params": {"query": "operations", "name": "<operation>"}})
 
 
-def _names(ops: list[OperationSpec], grouped: bool, groups_shown: int = GROUPS_SHOWN) -> str:
-    """The operation list of a description: every name, or past the threshold the bounded
-    grouped form (``mcpaql.protocol.listing``); ``introspect`` is always named."""
+def _names(ops: list[OperationSpec], grouped: bool, groups_shown: int = GROUPS_SHOWN, braces: bool = False) -> str:
+    """The operation list of a description: every name (space separated, shared verbs in braces
+    where they pay), or past the threshold the bounded grouped form (``mcpaql.protocol.listing``);
+    ``introspect`` is always named."""
     if not grouped:
-        return ", ".join(op.name for op in ops)
+        return render_names([op.name for op in ops], braces)
     others = [op for op in ops if op.name != "introspect"]
     text = grouped_names(others, groups_shown)
     return text + ("; introspect" if len(others) < len(ops) else "")
@@ -75,6 +76,11 @@ def _placeholder(schema: dict[str, Any], name: str) -> Any:
     t = schema.get("type")
     samples: dict[str, Any] = {"integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
     return samples.get(t if isinstance(t, str) else "", f"<{name}>")
+
+
+def _legend(braces: bool) -> str:
+    """Said once in a description whose lists use braces, so a model reads them exactly."""
+    return f" ({BRACE_LEGEND})" if braces else ""
 
 
 def _example_line(op: OperationSpec) -> str:
@@ -89,18 +95,33 @@ def _example_line(op: OperationSpec) -> str:
     return _compact(req)
 
 
+# MCP's ToolAnnotations defaults (schema 2025-06-18 and later) for the two hints MCPI §2.3 does not
+# ask for: a hint equal to its default is left out, which means the same to every client.
+MCP_HINT_DEFAULTS = {"idempotentHint": False, "openWorldHint": True}
+
+
+def hint(annotations: dict[str, Any], key: str) -> Any:
+    """A hint's effective value: as sent, else MCP's default."""
+    return annotations.get(key, MCP_HINT_DEFAULTS.get(key))
+
+
 def _annotations(title: str, ops: list[OperationSpec], open_world: bool, world_fixed: bool) -> dict[str, Any]:
     """Derived from the operations the tool actually hosts, conservatively: read-only and
     idempotent only if every hosted operation is; destructive if any is (by category, danger
     level or the wrapped upstream's own ``destructiveHint``); open-world if any hosted
-    wrapped tool is (unless the configuration fixes it)."""
-    return {
+    wrapped tool is (unless the configuration fixes it).
+
+    ``readOnlyHint`` and ``destructiveHint`` are always sent (MCPI §2.3, REQ-MCP-009); the other
+    two only when they differ from MCP's defaults (``MCP_HINT_DEFAULTS``): every tools/list pays
+    for them (58 of GitHub-89's o200k tokens in semantic mode) and an absent hint means its default."""
+    hints: dict[str, Any] = {
         "title": title,
         "readOnlyHint": all(op.category is Category.READ for op in ops),
         "destructiveHint": any(op.destructive for op in ops),
         "idempotentHint": all(op.idempotent for op in ops),
         "openWorldHint": open_world if world_fixed else any(op.open_world(open_world) for op in ops),
     }
+    return {k: v for k, v in hints.items() if k not in MCP_HINT_DEFAULTS or v != MCP_HINT_DEFAULTS[k]}
 
 
 def _input_schema(ops: list[OperationSpec], config: Config) -> dict[str, Any]:
@@ -126,9 +147,12 @@ def _family_description(registry: Registry, family: str, ops: list[OperationSpec
     at a filtered listing instead of the whole one."""
     fam = registry.families[family]
     grouped = is_grouped(len(ops), threshold)
-    # The template's [example_op] is free: show the one with the shortest quick-start call,
-    # which keeps large families (wrapped servers with dozens of operations) compact.
-    example_op = min((op for op in ops if op.name != "introspect"), key=lambda op: len(_example_line(op)), default=ops[0])
+    # The template's [example_op] is free: show the authored example with the shortest call. An
+    # operation without one would only get a call made of placeholders, which says less than its
+    # detail (which a model asks for anyway before the call) and costs every conversation ~20
+    # tokens per tool (87 of GitHub-89's 1,017): such a tool shows no example line.
+    authored = [op for op in ops if op.examples and op.name != "introspect"]
+    example_op = min(authored, key=lambda op: len(_example_line(op)), default=None)
     crude = family in CRUDE_FAMILIES and registry.profile == "crude"
     lines = [f"{fam.purpose} {fam.note}".strip()]
     if not crude:
@@ -140,16 +164,21 @@ def _family_description(registry: Registry, family: str, ops: list[OperationSpec
     if grouped:
         lines.append(f"Supported operations ({len(ops)}, by element type, verb_element): " + _names(ops, True))
     else:
-        lines.append("Supported operations: " + _names(ops, False))
-    lines.append("Example: " + _example_line(example_op))
+        braces = braces_pay([[op.name for op in ops]])
+        lines.append(f"Supported operations{_legend(braces)}: " + _names(ops, False, braces=braces))
+    if example_op is not None:
+        lines.append("Example: " + _example_line(example_op))
     if grouped:
         where = "" if any(op.name == "introspect" for op in ops) else f" on {introspect_tool}"
         lines.append(f"Find operations{where}: {FIND} (or category, endpoint, element_type, prefix); detail: {DETAIL}")
     elif any(op.name == "introspect" for op in ops):
-        lines.append("Discover operations and parameters: " + LIST_ALL)
+        # The bootstrap (MCPI §2.1, REQ-MCP-001) as the cheapest correct path: every name is listed
+        # above, so the call to show is one operation's detail, not the whole list again.
+        lines.append("Parameters: " + DETAIL)
     else:
-        # introspect is a READ operation: it must be sent to the tool that carries it.
-        lines.append(f'Parameters: introspect {{query:"operations",name}} on {introspect_tool}')
+        # introspect is a READ operation: it must be sent to the tool that carries it, whose
+        # description shows the whole call.
+        lines.append(f"Parameters: introspect on {introspect_tool}")
     return "\n".join(lines)
 
 
@@ -162,11 +191,12 @@ def _single_description(registry: Registry, ops: list[OperationSpec], threshold:
     # The template's routing sentence ("Operations are automatically routed ...") is left out: it
     # tells a model nothing it can act on and costs 16 tokens in every conversation.
     lines = [f"MCP-AQL {registry.display_name} adapter. All operations through unified entry point."]
-    cat_lines = ["Supported operation categories:"]
-    for cat in Category:
-        members = [op for op in ops if op.category is cat]
-        if members:
-            cat_lines.append(f"- {cat.value.title()}: {_names(members, grouped, share)}")
+    by_cat = [(cat, [op for op in ops if op.category is cat]) for cat in Category]
+    by_cat = [(cat, members) for cat, members in by_cat if members]
+    braces = not grouped and braces_pay([[op.name for op in members] for _, members in by_cat])
+    cat_lines = [f"Supported operation categories{_legend(braces)}:"]
+    for cat, members in by_cat:
+        cat_lines.append(f"- {cat.value.title()}: {_names(members, grouped, share, braces)}")
     lines.append("\n".join(cat_lines))
     if grouped:
         lines.append(f"Quick start: {FIND} (or category, element_type, prefix); detail: {DETAIL}")
@@ -184,10 +214,7 @@ def server_instructions(tools: list[ToolDef], introspect_tool: str) -> str:
     in the tool descriptions, so a model calls one directly and asks introspection for that one
     operation's parameters, never for the whole list first."""
     where = "" if len(tools) == 1 else f" on {introspect_tool}"
-    return (
-        "Operations are named in the tool descriptions; call one directly. "
-        f'Its parameters: introspect {{query:"operations",name}}{where}.'
-    )
+    return f'Call operations by name; parameters: introspect {{query:"operations",name}}{where}.'
 
 
 log = logging.getLogger("mcpaql.surface")
