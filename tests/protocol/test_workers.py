@@ -149,3 +149,24 @@ def test_handler_threads_from_a_config_file(tmp_path: Any) -> None:
     path = tmp_path / "mcpaql.yaml"
     path.write_text("handler_threads: 4\n")
     assert Config.load(path, env={}).handler_threads == 4
+
+
+async def test_a_sync_handler_declared_non_blocking_runs_on_the_loop() -> None:
+    """``sync_to_thread=False``: the author says the handler never blocks, so no thread hop
+    (bench_pipeline.py measures what the hop costs); everything else stays the same."""
+    app = Adapter("inline")
+
+    @app.read(sync_to_thread=False)
+    def where_inline(n: int = 1) -> dict[str, int]:
+        return {"thread": threading.get_ident(), "n": n}
+
+    @app.read(sync_to_thread=False)
+    async def where_async_flagged() -> int:  # the flag means nothing for an async handler
+        return threading.get_ident()
+
+    engine = app.engine(Config())
+    loop_thread = threading.get_ident()
+    assert await _data(engine, "where_inline", n=3) == {"thread": loop_thread, "n": 3}
+    assert await _data(engine, "where_async_flagged") == loop_thread
+    env = await engine.execute({"operation": "where_inline", "params": {"n": "x"}}, _ctx())
+    assert env["success"] is False and env["error"]["code"].startswith("VALIDATION_")

@@ -334,6 +334,11 @@ class Adapter:
         identifiers = options.pop("identifiers", None)  # UPDATE: params that identify the resource
         if options.pop("background", False):  # run by mcpaql.safety.jobs (install_jobs) as a background execution
             options["extensions"] = {**options.get("extensions", {}), "background": True}
+        # A sync handler runs in a worker thread (protocol/workers.py) unless its author says it
+        # never blocks (a pure computation of microseconds): then the thread hop would cost more
+        # than the call. Litestar's ``sync_to_thread`` is the same switch.
+        if not options.pop("sync_to_thread", True) and not inspect.iscoroutinefunction(fn):
+            options["extensions"] = {**options.get("extensions", {}), "inline": True}
         for pname, p in inspect.signature(fn).parameters.items():
             tp = hints.get(pname, Any)
             if _is_context(tp) or (pname == "ctx" and tp is Any):

@@ -306,7 +306,8 @@ class Engine:
     async def _invoke(self, compiled: CompiledOperation, kwargs: dict[str, Any], ctx: Context) -> Any:
         """The handler's result as JSON-ready data. An async handler runs on the loop; a sync
         one runs in a worker thread, and its result is made JSON-ready there too (a large
-        result costs CPU the loop should not pay), under the engine's bound (workers.py)."""
+        result costs CPU the loop should not pay), under the engine's bound (workers.py) —
+        unless its author declared it non-blocking (``sync_to_thread=False``)."""
         spec = compiled.spec
         handler = compiled.handler
         if handler is None:
@@ -315,6 +316,9 @@ class Engine:
             kwargs[spec.context_param] = ctx
         if spec.is_async:
             return _jsonable(await handler(**kwargs), spec.name)
+        if spec.extensions.get("inline"):  # declared non-blocking (sync_to_thread=False): no thread hop
+            result = handler(**kwargs)
+            return _jsonable(await result if hasattr(result, "__await__") else result, spec.name)
         result = await run_in_worker(self.workers, _call_jsonable, handler=handler, kwargs=kwargs, name=spec.name)
         return result.data if isinstance(result, _Ready) else _jsonable(result, spec.name)
 
