@@ -104,3 +104,19 @@ def test_a_token_subject_cannot_pose_as_an_api_key() -> None:
 def test_any_scope_claim_gives_a_set_of_strings(value: object) -> None:
     scopes = parse_scopes(value)
     assert all(isinstance(s, str) and s and " " not in s for s in scopes)
+
+
+def test_many_keys_each_find_their_own_subject_and_a_shared_key_is_refused() -> None:
+    """A thousand keys are looked up by digest (one dict probe, not a scan); two subjects
+    sharing one key would make the identity ambiguous, so the file is refused in one line."""
+    from mcpaql.auth.apikeys import ApiKeyError, ApiKeys
+
+    lines = [f"svc{i} mcpaql:read key-{i:04d}-{'x' * 24}" for i in range(1000)]
+    keys = ApiKeys.parse("\n".join(lines), "keys")
+    for i in (0, 499, 999):
+        caller = keys.match(f"key-{i:04d}-{'x' * 24}")
+        assert caller is not None and caller.client_id == f"svc{i}"
+    assert keys.match("key-1000-" + "x" * 24) is None
+    with pytest.raises(ApiKeyError) as e:
+        ApiKeys.parse(f"a mcpaql:read {'k' * 30}\nb mcpaql:full {'k' * 30}", "keys")
+    assert "share one key" in str(e.value) and "k" * 30 not in str(e.value)

@@ -5,8 +5,11 @@ Sources (``--api-keys-file`` / ``MCPAQL_API_KEYS_FILE``, or inline ``MCPAQL_API_
 key per line, ``<subject> <scope>[,<scope>…] <key>``; ``#`` starts a comment. ``<key>`` is the
 key itself (at least 24 characters of ``b64token``) or ``sha256:<64 hex digits>``, its SHA-256,
 so the file need not hold the secrets at all. Only digests are kept in memory; a presented key
-is hashed and compared with *every* stored digest with :func:`hmac.compare_digest`, so the
-time taken does not depend on which key (if any) matched, nor on how much of it did.
+is hashed (SHA-256) and looked up by its digest, then confirmed with :func:`hmac.compare_digest`.
+Why a lookup is safe: its timing can only depend on the digest of what the client sent, and
+nobody can choose an input whose SHA-256 lands near a stored one, so it tells an attacker
+nothing about any key — and it keeps a thousand keys as cheap as one (an earlier version compared
+every digest on every request: 141 µs at 1,000 keys).
 """
 
 from __future__ import annotations
@@ -76,6 +79,11 @@ class ApiKeys:
             if k.subject in seen:
                 raise ApiKeyError(f"API key subject '{k.subject}' appears twice")
             seen.add(k.subject)
+        self._by_digest: dict[bytes, ApiKey] = {}
+        for k in self.keys:
+            if k.digest in self._by_digest:
+                raise ApiKeyError(f"API key subjects '{self._by_digest[k.digest].subject}' and '{k.subject}' share one key")
+            self._by_digest[k.digest] = k
 
     @classmethod
     def parse(cls, text: str, source: str) -> ApiKeys:
@@ -102,12 +110,9 @@ class ApiKeys:
         return bool(self.keys)
 
     def match(self, presented: str) -> Caller | None:
-        """The caller a presented key belongs to. Every digest is compared, whatever matched."""
+        """The caller a presented key belongs to (looked up by its SHA-256; see the module doc)."""
         d = digest(presented)
-        found: ApiKey | None = None
-        for k in self.keys:
-            if hmac.compare_digest(d, k.digest):
-                found = k
-        if found is None:
+        found = self._by_digest.get(d)
+        if found is None or not hmac.compare_digest(d, found.digest):
             return None
         return Caller(identity_for(found.subject, "key"), found.scopes, "api_key", client_id=found.subject)
