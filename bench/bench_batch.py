@@ -11,6 +11,11 @@ The engine caps a batch at ``MAX_BATCH`` (100) operations; ``batch x100`` sends 
 100 (what a client can do out of the box) and ``batch x1000`` one batch of 1,000 (the server
 subprocess raises its cap for this measurement only). Ratios are singles / batch.
 
+Two handlers, each measured the same way: ``get_item``, a plain ``def`` (the default: it runs in
+a worker thread, so every operation — in a batch too — pays the thread hop), and
+``get_item_inline``, the same function declared non-blocking (``sync_to_thread=False``: on the
+loop, as an ``async def`` would be). The second shows what batching saves of the protocol itself.
+
     .venv/bin/python bench/bench_batch.py [-n 1000] [--rounds 3]
 """
 
@@ -41,13 +46,23 @@ def serve() -> None:
         """Get one item."""
         return items[item_id]
 
+    @app.read(sync_to_thread=False)
+    def get_item_inline(item_id: str) -> dict[str, Any]:
+        """Get one item (declared non-blocking: no worker thread)."""
+        return items[item_id]
+
     anyio.run(serve_stdio, app.engine(Config.load(env={})))
 
 
 async def bench(n: int, rounds: int) -> None:
+    for operation in ("get_item", "get_item_inline"):
+        await bench_one(operation, n, rounds)
+
+
+async def bench_one(operation: str, n: int, rounds: int) -> None:
     from mcpaql.mcp.client import connect
 
-    ops = [{"operation": "get_item", "params": {"item_id": f"it_{i % 1000:04}"}} for i in range(n)]
+    ops = [{"operation": operation, "params": {"item_id": f"it_{i % 1000:04}"}} for i in range(n)]
 
     async with connect([sys.executable, __file__, "serve"], env={"PYTHONUNBUFFERED": "1"}) as conn:
 
@@ -77,7 +92,7 @@ async def bench(n: int, rounds: int) -> None:
                 await variants[name]()
                 times[name].append(time.perf_counter() - t0)
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"{n} get_item operations over stdio, median of {rounds} interleaved rounds")
+    print(f"{n} {operation} operations over stdio, median of {rounds} interleaved rounds")
     print(f"{'variant':<14} {'total ms':>10} {'per op µs':>10} {'singles/x':>10}")
     for k, t in med.items():
         print(f"{k:<14} {t * 1000:>10.1f} {t / n * 1e6:>10.1f} {med['singles'] / t:>10.2f}")
