@@ -23,7 +23,7 @@ from mcpaql import Config
 from mcpaql.demo import make_adapter
 from mcpaql.mcp import build_server
 from mcpaql.mcp.listing import listing
-from mcpaql.mcp.results import ENVELOPE_OUTPUT_SCHEMA, structured_of, tool_result
+from mcpaql.mcp.results import ENVELOPE_OUTPUT_SCHEMA, envelope_result, structured_of, tool_result
 
 VALIDATOR = Draft202012Validator(ENVELOPE_OUTPUT_SCHEMA)
 Draft202012Validator.check_schema(ENVELOPE_OUTPUT_SCHEMA)
@@ -71,6 +71,8 @@ def test_every_structured_result_matches_the_output_schema(schema_on: Any, data:
     result = tool_result(text, is_error)
     assert result.content[0].text == text  # type: ignore[union-attr]  # the text block as before
     assert result.structured_content == json.loads(text)
+    direct = envelope_result(engine, envelope)  # what the server sends: no parse of its own text
+    assert direct.content[0].text == text and direct.structured_content == json.loads(text)  # type: ignore[union-attr]
     errors = sorted(VALIDATOR.iter_errors(result.structured_content), key=str)
     assert not errors, (op, errors[0].message)
     event("success" if envelope["success"] else "failure")
@@ -105,3 +107,42 @@ async def test_the_official_client_accepts_every_structured_result(demo: Any, mo
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def test_the_structured_envelope_says_what_the_text_says_even_when_rendering_replaced_it() -> None:
+    """Odd Python values, a non-JSON float and a response over the size limit: the object sent
+    as ``structuredContent`` is always the envelope the text says, taken without re-parsing."""
+    from mcpaql import Adapter
+    from mcpaql.config import Limits
+
+    app = Adapter("odd")
+
+    @app.read
+    def odd() -> dict[str, Any]:
+        """Odd values."""
+        return {"t": (1, 2), "n": None, "u": "é\u2028"}
+
+    @app.read
+    def nan() -> float:
+        """Not JSON."""
+        return float("nan")
+
+    @app.read
+    def big() -> str:
+        """Over the limit."""
+        return "x" * 1_100_000
+
+    engine = app.engine(Config(limits=Limits(max_response_size=1_048_576)))
+    for op in ("odd", "nan", "big"):
+        envelope = Harness(engine).call(engine.tool_for_family["read"], {"operation": op})
+        result = envelope_result(engine, envelope)
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert result.structured_content == json.loads(text), op
+        dumped = json.loads(result.model_dump_json(by_alias=True))
+        assert dumped["structuredContent"] == json.loads(text), op
+    assert (
+        json.loads(envelope_result(engine, Harness(engine).call("odd_mcpaql_read", {"operation": "big"})).content[0].text)[  # type: ignore[union-attr]
+            "error"
+        ]["code"]
+        == "VALIDATION_PAYLOAD_TOO_LARGE"
+    )

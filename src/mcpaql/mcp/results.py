@@ -22,6 +22,8 @@ from typing import Any
 
 import mcp_types as types
 
+from ..protocol.dispatch import Engine
+
 ENVELOPE_OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -59,9 +61,17 @@ def structured_of(text: str) -> dict[str, Any] | None:
 
 
 def tool_result(text: str, is_error: bool, *, structured: bool = True) -> types.CallToolResult:
-    """A ``CallToolResult``: the envelope text as today, plus ``structuredContent``."""
+    """A ``CallToolResult``: the envelope text as today, plus ``structuredContent`` (parsed
+    back from the text; :func:`envelope_result` avoids that when the envelope is at hand)."""
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content=structured_of(text) if structured else None,
         is_error=is_error,
     )
+
+
+def envelope_result(engine: Engine, envelope: dict[str, Any]) -> types.CallToolResult:
+    """The ``CallToolResult`` of an envelope: rendered once by the engine, which also hands back
+    the envelope its text says (size limit applied) — the same object, without re-parsing it."""
+    text, is_error, shown = engine.rendered(envelope)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=shown, is_error=is_error)

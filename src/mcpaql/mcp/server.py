@@ -33,7 +33,7 @@ from .elicit import PendingResults, elicit_now, input_required, is_modern, linke
 from .listing import cache_hints, listing
 from .listing import to_mcp_tool as to_mcp_tool  # re-exported: tests and the conformance servers use it here
 from .progress import progress_sink
-from .results import tool_result
+from .results import envelope_result
 from .sdk_private import request_connection
 from .sessions import SessionBinder
 from .tasks import (
@@ -181,8 +181,7 @@ def build_server(
             with collecting_challenges() as issued:
                 async with session_of(ctx) as session:
                     if caller is not None and session.identity != caller.identity:  # the SDK binds sessions to principals too
-                        text, is_error = engine.render(failure(session_not_yours()))
-                        return tool_result(text, is_error)
+                        return envelope_result(engine, failure(session_not_yours()))
                     call_ctx = engine.context(session, progress_sink=progress_sink(ctx, params))
                     if telemetry is None:
                         envelope = await engine.call_tool(params.name, params.arguments, call_ctx)
@@ -192,8 +191,7 @@ def build_server(
             if runs_as_task(ctx, engine, params.arguments):
                 result = create_task_result(engine, envelope)  # started: a task to poll instead of the state envelope
             if result is None:
-                text, is_error = engine.render(envelope)
-                result = tool_result(text, is_error)
+                result = envelope_result(engine, envelope)
             links = linked(issued)
             if links and supports_url_elicitation(ctx):  # the approval link to the client's human, not the model
                 if is_modern(ctx):
@@ -202,8 +200,7 @@ def build_server(
             return result
         except Exception:
             log.exception("tools/call %r failed unexpectedly", getattr(params, "name", None))
-            text, is_error = engine.render(failure(internal_error()))
-            return tool_result(text, is_error)
+            return envelope_result(engine, failure(internal_error()))
 
     async def execution_state(
         ctx: ServerRequestContext[Any], task_id: str, operation: str = "get_execution_state"

@@ -34,7 +34,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..protocol.dispatch import Engine
 from ..protocol.envelope import success
-from .results import tool_result
+from .results import envelope_result
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 POLL_INTERVAL_MS = 250
@@ -98,8 +98,7 @@ def task_of(engine: Engine, state: dict[str, Any]) -> dict[str, Any]:
             if state.get("status") == "completed"
             else {"success": False, "error": state.get("error") or {"code": "INTERNAL_ERROR", "message": "failed"}}
         )
-        text, is_error = engine.render(envelope)
-        task["result"] = tool_result(text, is_error).model_dump(by_alias=True, mode="json", exclude_none=True)
+        task["result"] = envelope_result(engine, envelope).model_dump(by_alias=True, mode="json", exclude_none=True)
     return task
 
 

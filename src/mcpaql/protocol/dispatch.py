@@ -334,6 +334,13 @@ class Engine:
 
     def render(self, envelope: dict[str, Any]) -> tuple[str, bool]:
         """Serialize an envelope for the wire, enforcing the response size limit."""
+        text, error, _ = self.rendered(envelope)
+        return text, error
+
+    def rendered(self, envelope: dict[str, Any]) -> tuple[str, bool, dict[str, Any]]:
+        """:meth:`render`, plus the envelope the text actually says (a failure in place of a
+        response over the size limit or one that is not JSON), so a transport that also sends it
+        as an object (MCP ``structuredContent``) need not parse the text back."""
         try:
             # allow_nan=False: NaN/Infinity are not JSON; encode(): lone surrogates are not UTF-8.
             text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -341,12 +348,12 @@ class Engine:
         except (ValueError, UnicodeEncodeError):
             log.error("a response could not be serialized as UTF-8 JSON (NaN/Infinity or a lone surrogate)")
             envelope = failure(internal_error("the operation returned a non-JSON value"))
-            return json.dumps(envelope, separators=(",", ":")), is_error(envelope)
+            return json.dumps(envelope, separators=(",", ":")), is_error(envelope), envelope
         limit = self.config.limits.max_response_size
         if size > limit:
             envelope = failure(payload_too_large("response_size", limit, size, "bytes"))
             text = json.dumps(envelope, separators=(",", ":"))
-        return text, is_error(envelope)
+        return text, is_error(envelope), envelope
 
     def compiled(self, name: str) -> CompiledOperation | None:
         return self._compiled.get(name)
